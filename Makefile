@@ -1,0 +1,32 @@
+# critique: the two commands of the README, and the rest.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export HF_HUB_OFFLINE := 1
+
+.PHONY: setup demo test test-all reproduce bench clean
+
+$(BIN)/critique: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(BIN)/critique
+
+setup: $(BIN)/critique
+
+demo: setup  ## README command 1: set up, then the demo run on the embedded model
+	$(BIN)/critique run --dataset mcr-gen --model local/smollm2 --limit 25 --out runs/demo
+
+test: setup  ## README command 2: the test suite
+	$(BIN)/python -m pytest -q
+
+reproduce: setup  ## every table from the logs shipped in logs/
+	$(BIN)/critique tables logs/*/
+
+bench: setup
+	$(BIN)/python bench/bench_tables.py
+
+clean:
+	rm -rf runs build *.egg-info

@@ -1,0 +1,53 @@
+"""The performance agent (answers) and the critic agent (critiques against the gold label).
+
+Both render a template, call the model with a JSON schema, and parse the reply. They
+return plain records; the pipeline decides what is logged and stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from critique import parsing, prompts
+from critique.datasets.splits import Item
+from critique.llm import LLM, LLMResult
+
+NO_ANSWER = "(no valid answer)"
+
+
+@dataclass
+class Prompt:
+    template: str
+    template_hash: str
+    messages: list[dict]
+
+
+def prompt(template: str, **values) -> Prompt:
+    return Prompt(template, prompts.template_hash(template), [{"role": "user", "content": prompts.render(template, **values)}])
+
+
+def performance_prompt(template: str, task: str, item: Item, answer_space: list[str], examples: list[dict],
+                       advice: str | None, parts: str) -> Prompt:
+    return prompt(template, task=task, question=item.question, answer_space=answer_space,
+                  examples=examples, advice=advice or "", parts=parts)
+
+
+def answer_record(result: LLMResult, item: Item, answer_space: list[str], *seed: object) -> dict:
+    """Parse a performance reply; timeouts, failed calls and parse failures count as wrong."""
+    parsed = parsing.parse_answer(result.text, answer_space, item.answer, item.user, item.id, *seed)
+    correct = (not parsed.parse_failed) and (not result.timeout) and result.error is None \
+        and parsed.answer == item.answer
+    return {"answer": parsed.answer, "gold": item.answer, "correct": correct, "parse_failed": parsed.parse_failed,
+            "timeout": result.timeout, "error": result.error}
+
+
+def critic_prompt(task: str, item: Item, initial_answer: str | None, gold: str) -> Prompt:
+    return prompt("critic.j2", task=task, question=item.question, answer=initial_answer or NO_ANSWER, gold=gold)
+
+
+def summary_prompt(task: str, entries: list[dict], max_points: int = 10) -> Prompt:
+    return prompt("summary.j2", task=task, entries=entries, max_points=max_points)
+
+
+async def call(llm: LLM, p: Prompt, schema: dict, name: str) -> LLMResult:
+    return await llm.complete(p.messages, schema, name)

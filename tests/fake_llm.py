@@ -1,0 +1,79 @@
+"""A fake litellm provider for tests: ``fake/<name>``, deterministic, with real usage numbers.
+
+Usage is counted from the texts (whitespace tokens of the prompt and of the reply), so the
+numbers in the logs are the numbers of what was sent and received. The reply follows the
+JSON schema of the request: an answer chosen by a hash of the prompt (or always the first
+option in the prompt's "Correct answer" line when one is shown), a critique, or advice.
+Set FAKE_LLM_DELAY (seconds) to slow each call. Run as a script it is the `critique`
+command with this provider registered, for tests that kill a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+import uuid
+
+import litellm
+from litellm import CustomLLM
+
+CALLS: list[dict] = []
+
+
+def _reply(messages: list[dict], schema: dict | None) -> str:
+    prompt = "\n".join(m["content"] for m in messages)
+    props = (schema or {}).get("properties", {})
+    if "answer" in props:
+        options = props["answer"]["enum"]
+        pick = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(options)
+        return json.dumps({"answer": options[pick]})
+    if "correct_answer" in props:
+        gold = prompt.split("Correct answer: ", 1)[1].split("\n", 1)[0].strip()
+        return json.dumps({"correct_answer": f"The correct answer is {gold}.",
+                           "local_reason": f"Here {gold} follows from the conditions.",
+                           "global_reason": "Apply the high-priority condition first."})
+    return json.dumps({"advice": "- Apply conditions in order of priority.\n- Check every candidate."})
+
+
+class FakeLLM(CustomLLM):
+    def completion(self, model, messages, *args, optional_params=None, **kwargs):
+        delay = float(os.environ.get("FAKE_LLM_DELAY", "0"))
+        if delay:
+            time.sleep(delay)
+        fmt = (optional_params or {}).get("response_format") or {}
+        schema = (fmt.get("json_schema") or {}).get("schema")
+        text = _reply(messages, schema)
+        CALLS.append({"model": model, "messages": messages})
+        prompt_tokens = sum(len(m["content"].split()) for m in messages)
+        completion_tokens = len(text.split())
+        return litellm.ModelResponse(
+            id=f"fake-{uuid.uuid4().hex}", model=model,
+            choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            usage=litellm.Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                                total_tokens=prompt_tokens + completion_tokens))
+
+    async def acompletion(self, *args, **kwargs):
+        import asyncio
+
+        return await asyncio.to_thread(self.completion, *args, **kwargs)
+
+
+_HANDLER = FakeLLM()
+
+
+def register() -> None:
+    entries = [e for e in (litellm.custom_provider_map or []) if e.get("provider") != "fake"]
+    litellm.custom_provider_map = entries + [{"provider": "fake", "custom_handler": _HANDLER}]
+    from litellm.utils import custom_llm_setup
+
+    custom_llm_setup()
+
+
+if __name__ == "__main__":
+    register()
+    from critique.cli import main
+
+    sys.exit(main(sys.argv[1:]))

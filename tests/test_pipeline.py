@@ -1,0 +1,159 @@
+"""The pipeline end to end on the fake provider (real usage numbers), with the real encoder."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from critique import logs
+from critique.cli import main
+
+ALL = ["zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"]
+
+
+def run(out, *extra, limit=6, k=3):
+    return main(["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", str(limit), "--k", str(k),
+                 "--out", str(out), "--quiet", *extra])
+
+
+def keys(records):
+    return Counter((r["stage"], r["strategy"], r.get("user"), r["item_id"]) for r in records)
+
+
+def test_full_run_logs_every_call_and_prediction(home, fake_llm, capsys):
+    out = home / "run"
+    assert run(out) == 0
+    table = capsys.readouterr().out
+    assert all(f"| {s} |" in table for s in ALL)
+    data = logs.read_run(out)
+    stages = Counter(c["stage"] for c in data["calls"])
+    assert stages == {"train_predict": 6, "critique": 6, "summary": 1, "test": 30}
+    assert len(fake_llm.CALLS) == 43
+    assert set(keys(data["predictions"]).values()) == {1}
+    for call in data["calls"]:
+        assert call["prompt_tokens"] == sum(len(m["content"].split()) for m in call["messages"])
+        assert call["completion_tokens"] == len(call["response"].split()) and not call["cached"]
+    test_ids = {p["item_id"] for p in data["predictions"] if p["stage"] == "test"}
+    for p in data["predictions"]:
+        if p["strategy"] in ("EP_LABEL", "EP_CRIT", "EP+SEM_CRIT"):
+            assert len(p["retrieved"]) == 3 and p["item_id"] not in p["retrieved"]
+            assert not set(p["retrieved"]) & test_ids
+    entries = logs.read_jsonl(out / "memory" / "episodic.jsonl")
+    assert len(entries) == 6 and all(not e["assertion_mismatch"] for e in entries)
+    assert {"item_id", "question", "initial_answer", "gold", "critique", "model", "template_hash", "run_id"} <= set(entries[0])
+    sem = json.loads((out / "memory" / "semantic.json").read_text())
+    assert sem["all"]["advice"].startswith("- ") and sem["all"]["source_ids"] == [e["id"] for e in entries]
+    manifest = data["manifest"]
+    assert manifest["status"] == "complete" and manifest["dataset"]["name"] == "mcr-gen"
+    assert "critic.j2" in manifest["templates"] and manifest["versions"]["litellm"]
+
+
+def test_rerun_makes_zero_calls_and_writes_nothing_new(home, fake_llm):
+    out = home / "run"
+    assert run(out) == 0
+    sizes = {p.name: p.stat().st_size for p in out.iterdir() if p.is_file() and p.suffix == ".jsonl"}
+    fake_llm.CALLS.clear()
+    assert run(out) == 0
+    assert fake_llm.CALLS == []
+    assert sizes == {p.name: p.stat().st_size for p in out.iterdir() if p.is_file() and p.suffix == ".jsonl"}
+
+
+def test_response_cache_is_shared_across_runs_and_no_cache_bypasses_it(home, fake_llm):
+    assert run(home / "a") == 0
+    fake_llm.CALLS.clear()
+    assert run(home / "b") == 0
+    assert fake_llm.CALLS == []
+    assert all(c["cached"] for c in logs.read_jsonl(home / "b" / "calls.jsonl"))
+    assert run(home / "c", "--no-cache") == 0
+    assert len(fake_llm.CALLS) == 43
+
+
+def test_adding_a_strategy_to_a_run_only_runs_that_strategy(home, fake_llm):
+    assert run(home / "r", "--strategies", "zero_shot") == 0
+    fake_llm.CALLS.clear()
+    assert run(home / "r", "--strategies", "zero_shot,EP_CRIT") == 0
+    assert len(fake_llm.CALLS) == 6
+    assert logs.read_run(home / "r")["manifest"]["config"]["strategies"] == ["zero_shot", "EP_CRIT"]
+
+
+def test_no_secret_reaches_the_run_directory(home, fake_llm, monkeypatch, capsys):
+    secret = "sk-fake-SECRET-4242424242"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", secret + "x")
+    assert run(home / "run") == 0
+    for path in (home / "run").rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    assert secret not in capsys.readouterr().out
+
+
+def test_kill_9_in_the_test_stage_then_resume_leaves_one_record_per_item(home):
+    out = home / "run"
+    env = dict(os.environ, FAKE_LLM_DELAY="0.02")
+    command = [sys.executable, str(Path(__file__).parent / "fake_llm.py"), "run", "--dataset", "mcr-gen",
+               "--model", "fake/model", "--limit", "10", "--k", "3", "--out", str(out), "--quiet", "--concurrency", "2"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        tests = [r for r in logs.read_jsonl(out / "predictions.jsonl") if r["stage"] == "test"]
+        if len(tests) >= 12:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert 12 <= len(tests) < 50, "killed in the middle of the test stage"
+    done = subprocess.run(command, env=dict(env, FAKE_LLM_DELAY="0"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    data = logs.read_run(out)
+    assert set(keys(data["predictions"]).values()) == {1}
+    assert len(keys(data["predictions"])) == 10 + 50
+    assert Counter(c["request_hash"] for c in data["calls"]).most_common(1)[0][1] == 1
+    assert data["manifest"]["status"] == "complete"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dataset", "no-such-data"], "unknown dataset"),
+    (["--model", "nosuchprovider/x"], "unknown model"),
+    (["--model", "openai/gpt-4o-mini"], "OPENAI_API_KEY"),
+    (["--strategies", "zero_shot,MAGIC"], "unknown strategy MAGIC"),
+    (["--k", "0"], "--k must be at least 1"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(home, fake_llm, monkeypatch, capsys, args, message):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    base = {"--dataset": "mcr-gen", "--model": "fake/model"}
+    argv = ["run", "--out", str(home / "out"), "--quiet"]
+    given = dict(zip(args[::2], args[1::2]))
+    for flag, value in {**base, **given}.items():
+        argv += [flag, value]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (home / "out").exists()
+
+
+def test_broken_dataset_line_names_file_and_line(home, fake_llm, capsys):
+    folder = home / "mydata"
+    folder.mkdir()
+    (folder / "dataset.json").write_text(json.dumps({"name": "mine", "task": "t", "answer_space": ["yes", "no"]}))
+    (folder / "train.jsonl").write_text('{"id": "1", "question": "q1", "answer": "yes"}\n{"id": "2", "question": \n')
+    (folder / "test.jsonl").write_text('{"id": "3", "question": "q3", "answer": "no"}\n')
+    assert main(["run", "--dataset", str(folder), "--model", "fake/model", "--out", str(home / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 'train.jsonl'}:2:" in err and "not valid JSON" in err
+    assert not (home / "out").exists()
+
+
+def test_second_process_on_the_same_run_directory_is_refused(home, fake_llm, capsys):
+    from filelock import FileLock
+
+    out = home / "run"
+    out.mkdir()
+    with FileLock(str(out / ".lock")):
+        assert run(out) == 2
+    assert "being written by another process" in capsys.readouterr().err

@@ -218,6 +218,7 @@ def write_dataset(out: str | Path, card: DatasetCard, train: list[Item], test: l
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; a data folder is for every user
     try:
         for name, text in files.items():
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)

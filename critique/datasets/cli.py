@@ -1,0 +1,111 @@
+"""`critique datasets ...` (list, build, download)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("datasets", help="list, build and download datasets")
+    actions = parser.add_subparsers(dest="action", required=True)
+    build = actions.add_parser("build", help="build a dataset's splits (NAME or all)")
+    build.add_argument("name")
+    build.add_argument("--raw", help="raw upstream files: the dataset's own folder, or for `all` the folder "
+                                     "holding one folder per dataset (default: $CRITIQUE_RAW_DIR or "
+                                     "~/.cache/critique/raw)")
+    build.add_argument("--out", help="data folder (default: $CRITIQUE_DATA_DIR or ~/.cache/critique/datasets)")
+    build.add_argument("--seed", type=int, default=0)
+    build.set_defaults(func=_build)
+    listing = actions.add_parser("list", help="known datasets and whether they are built")
+    listing.add_argument("--out", help="data folder")
+    listing.set_defaults(func=_list)
+    download = actions.add_parser("download", help="fetch a dataset's raw upstream files (NAME or all)")
+    download.add_argument("name")
+    download.add_argument("--to", help="raw folder (default: $CRITIQUE_RAW_DIR or ~/.cache/critique/raw)")
+    download.add_argument("--mirror", help="base URL that replaces https://raw.githubusercontent.com")
+    download.set_defaults(func=_download)
+
+
+def _names(name: str, known) -> list[str]:
+    from critique.cli import UserError
+
+    if name == "all":
+        return sorted(known)
+    if name not in known:
+        raise UserError(f"unknown dataset {name!r}; known: {', '.join(sorted(known))}, or all")
+    return [name]
+
+
+def raw_for(spec, raw: str | None, many: bool) -> Path | None:
+    """The raw folder one dataset reads: <raw>/<subdir> for `all`, else <raw> itself."""
+    from critique.datasets.registry import raw_dir
+
+    if spec.generated:
+        return None
+    if raw is None or many:
+        return raw_dir(raw) / spec.raw_subdir
+    given = Path(raw)
+    return given / spec.raw_subdir if (given / spec.raw_subdir).is_dir() else given
+
+
+def _build(args) -> int:
+    from critique.datasets.registry import REGISTRY, data_dir
+    from critique.datasets.splits import DatasetError
+
+    names = _names(args.name, REGISTRY)
+    failed = 0
+    for name in names:
+        spec = REGISTRY[name]
+        out = data_dir(args.out) / name
+        try:
+            dataset = spec.build(out, seed=args.seed, raw=raw_for(spec, args.raw, len(names) > 1))
+        except DatasetError as exc:
+            if len(names) == 1:
+                raise
+            failed += 1
+            print(f"critique: error: {name}: {exc}", file=sys.stderr)
+            continue
+        users = f" ({len(dataset.card.users)} users)" if dataset.card.users else ""
+        print(f"built {name}: {len(dataset.train)} train / {len(dataset.test)} test{users} -> {out}")
+    return 2 if failed else 0
+
+
+def sizes(folder: Path) -> str:
+    """'train/test' item counts of a built dataset (and its users), read from the files."""
+    from critique.datasets.splits import CARD
+
+    card = json.loads((folder / CARD).read_text(encoding="utf-8"))
+    users = card.get("users") or [""]
+    count = {s: sum(_lines(folder / u / f"{s}.jsonl") for u in users) for s in ("train", "test")}
+    prefix = f"{len(users)} users, " if card.get("users") else ""
+    return f"{prefix}{count['train']}/{count['test']}"
+
+
+def _lines(path: Path) -> int:
+    with path.open(encoding="utf-8") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def _list(args) -> int:
+    from critique.datasets.registry import REGISTRY, data_dir
+    from critique.datasets.splits import CARD
+
+    print(f"{'name':10s} {'task':38s} {'answers':9s} {'built':6s} train/test")
+    for name, spec in sorted(REGISTRY.items()):
+        folder = data_dir(args.out) / name
+        built = (folder / CARD).exists()
+        size = sizes(folder) if built else ("generated on first use" if spec.generated else "-")
+        print(f"{name:10s} {spec.task:38s} {'/'.join(spec.answer_space):9s} {'yes' if built else 'no':6s} {size}")
+    return 0
+
+
+def _download(args) -> int:
+    from critique.datasets.download import SOURCES, download
+    from critique.datasets.registry import raw_dir
+
+    for name in _names(args.name, SOURCES):
+        folder = download(name, raw_dir(args.to), mirror=args.mirror)
+        print(f"downloaded {name} -> {folder}; build it with: critique datasets build {name} --raw {folder}")
+    return 0

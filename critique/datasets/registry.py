@@ -1,0 +1,80 @@
+"""Dataset names, where their splits live, and how they are made."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from critique.datasets import mcr, mcr_gen, nfcorpus, pref_gen, preference, pubmed
+from critique.datasets.splits import CARD, Dataset, DatasetError, load_dataset
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    task: str
+    answer_space: tuple[str, ...]
+    build: Callable[..., Dataset]  # build(out, seed=..., raw=...) -> Dataset
+    generated: bool  # True: needs no raw upstream files
+    raw_subdir: str | None = None  # its folder under a raw root (`build all --raw DIR`)
+
+
+REGISTRY: dict[str, DatasetSpec] = {}
+
+
+def register(spec: DatasetSpec) -> None:
+    REGISTRY[spec.name] = spec
+
+
+register(DatasetSpec(mcr_gen.NAME, "multi-condition ranking (generated)", tuple(mcr_gen.ANSWER_SPACE),
+                     mcr_gen.build, generated=True))
+register(DatasetSpec(pref_gen.NAME, "preference, hidden rules (generated)", tuple(preference.ANSWER_SPACE),
+                     pref_gen.build, generated=True))
+for _name, _task, _space, _build in [
+    ("mcr", "multi-condition ranking (MCRank)", mcr.ANSWER_SPACE, mcr.build),
+    ("pubmed", "biomedical yes/no question (PubMedQA)", pubmed.ANSWER_SPACE, pubmed.build),
+    ("nfcorpus", "directly cited paper (NFCorpus)", nfcorpus.ANSWER_SPACE, nfcorpus.build),
+    ("steam", "game preference (Steam)", preference.ANSWER_SPACE, preference.steam),
+    ("book", "book preference (Book-Crossing)", preference.ANSWER_SPACE, preference.book),
+    ("anime", "anime preference (MyAnimeList)", preference.ANSWER_SPACE, preference.anime),
+    ("movie", "movie preference (MovieLens)", preference.ANSWER_SPACE, preference.movie),
+]:
+    register(DatasetSpec(_name, _task, tuple(_space), _build, generated=False, raw_subdir=_name))
+
+
+def data_dir(explicit: str | Path | None = None) -> Path:
+    """Where built splits live: --data-dir, $CRITIQUE_DATA_DIR, or ~/.cache/critique/datasets."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("CRITIQUE_DATA_DIR"):
+        return Path(os.environ["CRITIQUE_DATA_DIR"])
+    return Path.home() / ".cache" / "critique" / "datasets"
+
+
+def raw_dir(explicit: str | Path | None = None) -> Path:
+    """Where raw upstream files are: --to/--raw, $CRITIQUE_RAW_DIR, or ~/.cache/critique/raw."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("CRITIQUE_RAW_DIR"):
+        return Path(os.environ["CRITIQUE_RAW_DIR"])
+    return Path.home() / ".cache" / "critique" / "raw"
+
+
+def resolve(name_or_path: str, data: str | Path | None = None) -> Dataset:
+    """A dataset folder, or a registered name (generated datasets are built on first use)."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        return load_dataset(path)
+    spec = REGISTRY.get(name_or_path)
+    if spec is None:
+        known = ", ".join(sorted(REGISTRY))
+        raise DatasetError(f"unknown dataset {name_or_path!r}: not a folder, and not one of {known}")
+    built = data_dir(data) / spec.name
+    if (built / CARD).exists():
+        return load_dataset(built)
+    if spec.generated:
+        return spec.build(built)
+    raise DatasetError(f"dataset {spec.name!r} is not built yet: run `critique datasets build {spec.name} "
+                       f"--raw DIR` first (`critique datasets download {spec.name}` fetches the raw files)")

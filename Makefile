@@ -23,7 +23,7 @@ test: setup  ## README command 2: the test suite
 	$(BIN)/python -m pytest -q
 
 reproduce: setup  ## every table from the logs shipped in logs/
-	$(BIN)/critique tables logs/*/
+	$(BIN)/critique tables logs/
 
 bench: setup
 	$(BIN)/python bench/bench_tables.py

@@ -1,0 +1,25 @@
+"""`python -m analysis tables|report ...`: the same as `critique tables|report ...`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from analysis import cli
+
+
+def main(argv: list[str] | None = None) -> int:
+    from critique.cli import UserError
+
+    parser = argparse.ArgumentParser(prog="python -m analysis", description=cli.__doc__.splitlines()[0])
+    cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"critique: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""`critique tables` and `critique report`: the study's tables from logs or per-cell CSVs.
+
+Importing this module is cheap (argparse only): `critique` imports it for every command,
+and pandas, scipy and matplotlib are loaded only when a table is asked for.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TABLES_HELP = "print every table and headline claim of the study that the given runs allow"
+REPORT_HELP = "write the tables and plots into one self-contained HTML file"
+EPILOG = """inputs:
+  RUN_DIR ...        run directories, or folders with run directories below them; grouped by model and dataset
+  --results CSV      model,dataset,strategy,accuracy[,tokens_per_question][,timeout_rate] (percent)
+  --suggestibility CSV   model,dataset,acc_truth,acc_lying (percent)
+  --costs CSV        model,dataset,init_tokens,critique_tokens,summary_tokens
+Given both run directories and --results, the logs' numbers are compared with the CSV's.
+Exit status: 0, 1 when some input was left out (see stderr), 2 on a usage error."""
+
+
+def add_inputs(parser) -> None:
+    parser.add_argument("runs", nargs="*", metavar="RUN_DIR",
+                        help="run directories, or folders with run directories below them")
+    parser.add_argument("--results", metavar="CSV", help="per-cell accuracies (and tokens, timeouts)")
+    parser.add_argument("--suggestibility", metavar="CSV", help="per-cell suggestibility probe accuracies")
+    parser.add_argument("--costs", metavar="CSV", help="per-cell offline token costs")
+    parser.add_argument("--allow-mixed", action="store_true",
+                        help="pool runs of one model and dataset even when their prompt templates differ")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="processes that read logs (default: the usable cores, when the logs are large)")
+
+
+def register(sub) -> None:
+    import argparse
+
+    formatter = argparse.RawDescriptionHelpFormatter
+    tables = sub.add_parser("tables", help=TABLES_HELP, description=TABLES_HELP, epilog=EPILOG,
+                            formatter_class=formatter)
+    add_inputs(tables)
+    tables.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    tables.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+    tables.set_defaults(func=run_tables)
+    report = sub.add_parser("report", help=REPORT_HELP, description=REPORT_HELP, epilog=EPILOG,
+                            formatter_class=formatter)
+    add_inputs(report)
+    report.add_argument("-o", "--output", metavar="FILE", default="report.html", help="(default: report.html)")
+    report.set_defaults(func=run_report)
+
+
+@dataclass
+class Analysis:
+    result: object  # tables.Result of the main input
+    heading: str
+    inputs: dict
+    published: object | None = None  # tables.Result of the CSVs when logs are compared with them
+    extra: list = field(default_factory=list)  # comparison tables
+    problems: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _user_error(message: str) -> Exception:
+    from critique.cli import UserError
+
+    return UserError(message)
+
+
+def _logs_heading(logs) -> str:
+    runs = logs.runs
+    points = runs[runs["probe"].isna() & runs["ablation"].isna()][["model", "dataset"]].drop_duplicates()
+    return (f"From {len(runs)} run director{'y' if len(runs) == 1 else 'ies'}: {runs['model'].nunique()} models, "
+            f"{runs['dataset'].nunique()} datasets, {len(points)} (model, dataset) points with plain runs; "
+            f"{len(logs.calls):,} calls, {len(logs.predictions):,} predictions.")
+
+
+def analyse(args) -> Analysis:
+    """Read the inputs named by `args` and build every table."""
+    csvs = {"results": args.results, "suggestibility": args.suggestibility, "costs": args.costs}
+    if not args.runs and not any(csvs.values()):
+        raise _user_error("nothing to analyse: give run directories and/or --results/--suggestibility/--costs "
+                          "CSV files (see `critique tables -h`)")
+    pending = None
+    if args.runs:  # start reading the logs first: workers read while pandas and scipy load here
+        from analysis import read
+
+        pending = read.start(args.runs, allow_mixed=args.allow_mixed, workers=args.workers)
+    from analysis import cells as cells_mod, csv_input, tables
+
+    problems: list[str] = []
+    errors: list[str] = []
+    inputs = {"runs": list(args.runs), **{k: v for k, v in csvs.items() if v}}
+    csv_result = None
+    if any(csvs.values()):
+        csv_cells = csv_input.read_cells(**csvs, errors=errors, problems=problems)
+        csv_result = tables.build(csv_cells)
+    if not args.runs:
+        if all(t.skipped for t in csv_result.tables):
+            raise _user_error("no usable CSV input: " + "; ".join(errors or ["every table is empty"]))
+        heading = "From per-cell CSV numbers: " + ", ".join(f"{k} = {v}" for k, v in csvs.items() if v) + "."
+        return Analysis(csv_result, heading, inputs, problems=problems, errors=errors)
+    from analysis.load import frames
+
+    logs = frames(pending)
+    problems.extend(logs.problems)
+    errors.extend(logs.errors)
+    if logs.runs.empty:
+        raise _user_error("no readable run directory among the inputs: " + "; ".join(errors))
+    result = tables.build(cells_mod.from_logs(logs))
+    analysis = Analysis(result, _logs_heading(logs), inputs, problems=problems, errors=errors)
+    if csv_result is not None:
+        analysis.published = csv_result
+        analysis.extra = tables.comparison(result, csv_result)
+    return analysis
+
+
+def report_problems(analysis: Analysis) -> int:
+    for line in analysis.problems:
+        print(f"critique: warning: {line}", file=sys.stderr)
+    for line in analysis.errors:
+        print(f"critique: error: {line}", file=sys.stderr)
+    return 1 if analysis.errors else 0
+
+
+def write(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+def run_tables(args) -> int:
+    from analysis import render
+
+    analysis = analyse(args)
+    if args.format == "json":
+        text = render.to_json(analysis.result, analysis.inputs, analysis.problems, analysis.errors,
+                              analysis.published, analysis.extra)
+    else:
+        text = render.markdown(analysis.result, analysis.heading, analysis.extra)
+    write(text, args.output)
+    return report_problems(analysis)
+
+
+def run_report(args) -> int:
+    from analysis import report
+
+    analysis = analyse(args)
+    Path(args.output).write_text(report.html_report(analysis), encoding="utf-8")
+    print(f"critique: wrote {args.output}", file=sys.stderr)
+    return report_problems(analysis)

@@ -1,0 +1,141 @@
+"""Read chosen top-level scalar fields of a JSON-lines log, fast.
+
+A call record carries the rendered prompt and the raw response, so `calls.jsonl` is
+mostly text the tables never look at; `json.loads` on every line costs seconds at the
+study's scale. This reader finds each wanted key in the raw bytes of its line instead.
+
+Why that is safe for the run-directory format: inside a JSON string every `"` is escaped
+as `\\"` and every newline as `\\n`, so a raw newline ends a record and the bytes
+`"name":` (closing quote unescaped) occur only where an object key is written. The format
+writes each field once, at the top level of a flat record (its nested values, `messages`
+and `retrieved`, use other keys), so the one occurrence in a line is the field. Keys are
+looked up from the end of the line they sat nearer to in the first record, so the long
+prompt and response between them are never scanned twice. Whenever a line is not as
+expected -- a wanted key missing, a value that is not a scalar, a blank line -- the whole
+file takes the plain path, `json.loads` line by line. A last line without its newline (cut
+by a killed writer) always takes the plain path: it is kept if it parses, else skipped and
+reported, as `critique.logs.read_jsonl` does.
+
+Columns come back factorised: (distinct values, int32 codes as bytes), which is what the
+frames are built from and cheap to send between processes; `expand` gives plain lists.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from array import array
+from pathlib import Path
+
+_VALUE = re.compile(rb'[ \t]*("[^"\\\n]*(?:\\.[^"\\\n]*)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|null|true|false)')
+_CONSTANTS = {b"null": None, b"true": True, b"false": False}
+_BACKSLASH = 92
+
+Column = tuple[list, bytes]  # distinct values, int32 codes
+
+
+def _decode(token: bytes):
+    if token[:1] == b'"':
+        text = token.decode("utf-8", errors="replace")
+        return json.loads(text) if "\\" in text else text[1:-1]
+    if token in _CONSTANTS:
+        return _CONSTANTS[token]
+    return float(token) if any(c in token for c in b".eE") else int(token)
+
+
+def _factorize_tokens(tokens: list[bytes]) -> Column:
+    index: dict[bytes, int] = {}
+    codes = array("i", [index.setdefault(t, len(index)) for t in tokens])
+    return [_decode(t) for t in index], codes.tobytes()
+
+
+def factorize(values: list) -> Column:
+    """Distinct values (first-seen order) and the int32 code of every value."""
+    index: dict = {}
+    codes = array("i", [index.setdefault((type(v), v), len(index)) for v in values])
+    return [v for _, v in index], codes.tobytes()
+
+
+def expand(column: Column) -> list:
+    values, codes = column
+    return [values[c] for c in array("i", codes)]
+
+
+def _line_ends(data: bytes, end: int) -> list[int]:
+    ends, find = [], data.find
+    at = find(b"\n", 0, end)
+    while at >= 0:
+        ends.append(at)
+        at = find(b"\n", at + 1, end)
+    return ends
+
+
+def _fast(data: bytes, end: int, fields: tuple[str, ...]) -> dict[str, Column] | None:
+    """Columns of the whole lines in data[:end], or None when a line is not as expected."""
+    ends = _line_ends(data, end)
+    if not ends:
+        return {f: ([], b"") for f in fields}
+    needles = [b'"' + f.encode("utf-8") + b'":' for f in fields]
+    first = [data.find(n, 0, ends[0]) for n in needles]
+    if min(first) < 0:
+        return None
+    tokens: list[list[bytes]] = [[] for _ in fields]
+    plan = [(n, len(n), at < ends[0] - at, out.append) for n, at, out in zip(needles, first, tokens)]
+    find, rfind, match = data.find, data.rfind, _VALUE.match
+    start = 0
+    for stop in ends:
+        for needle, size, forward, append in plan:
+            at = find(needle, start, stop) if forward else rfind(needle, start, stop)
+            if at <= start or data[at - 1] == _BACKSLASH:
+                return None
+            value = match(data, at + size, stop)
+            if value is None:
+                return None
+            append(value[1])
+        start = stop + 1
+    try:
+        return {f: _factorize_tokens(t) for f, t in zip(fields, tokens)}
+    except ValueError:  # an escape that is not JSON: let json.loads judge the line
+        return None
+
+
+def _plain(data: bytes, first_line: int, fields: tuple[str, ...], path: Path,
+           problems: list[str] | None) -> list[tuple]:
+    rows = []
+    for number, line in enumerate(data.split(b"\n"), start=first_line):
+        body = line.strip()
+        if not body:
+            continue
+        try:
+            record = json.loads(body.decode("utf-8", errors="replace"))
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            if problems is not None:
+                problems.append(f"{path}:{number}: unreadable line skipped (cut by a crash?)")
+            continue
+        rows.append(tuple(record.get(f) for f in fields))
+    return rows
+
+
+def scan(path: str | Path, fields: tuple[str, ...], problems: list[str] | None = None,
+         exact: bool = False) -> dict[str, Column]:
+    """Factorised column per field (None where a record lacks it) over the whole records of `path`.
+
+    exact=True parses every line with `json.loads` (the reference the fast path is tested
+    against). A missing file reads as no records.
+    """
+    path = Path(path)
+    if not path.exists():
+        return {f: ([], b"") for f in fields}
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    columns = None if exact else _fast(data, end, fields)
+    if columns is None:
+        rows = _plain(data, 1, fields, path, problems)
+    else:
+        rows = _plain(data[end:], data.count(b"\n", 0, end) + 1, fields, path, problems) if data[end:].strip() else []
+        if not rows:
+            return columns
+        rows = list(zip(*(expand(columns[f]) for f in fields))) + rows
+    return {f: factorize([row[i] for row in rows]) for i, f in enumerate(fields)}

@@ -1,0 +1,216 @@
+"""Find run directories, check their manifests, and read their records (no pandas here).
+
+`start` reads the manifests at once and the JSON-lines logs in worker processes when the
+logs are large, so that the caller can import pandas and scipy while the workers read.
+Each column comes back factorised (distinct values + int32 codes), cheap to send between
+processes and to turn into a frame.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from critique import logs
+from analysis.jsonl import scan
+
+PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed")
+CALL_FIELDS = ("stage", "strategy", "user", "item_id", "completion_tokens", "reasoning_tokens", "error")
+CALL_IDS = ("user", "item_id")  # read only where another run did the same experiment
+PLAIN_ONLY = ("timeout", "parse_failed")  # Table 9 reads them from plain runs only
+PARALLEL_BYTES = 32 * 1024 * 1024  # below this, worker processes cost more than they save
+
+
+def runs_below(folder: Path) -> list[Path]:
+    """Run directories anywhere below `folder` (a run's own subfolders are not searched)."""
+    found = []
+    for here, subfolders, _ in os.walk(folder):
+        subfolders.sort()
+        if logs.is_run_dir(here):
+            found.append(Path(here))
+            subfolders.clear()
+    return found
+
+
+def find_runs(paths: list[str], errors: list[str]) -> list[Path]:
+    """Run directories among `paths`; a folder counts as the run directories below it."""
+    found = []
+    for raw in paths:
+        path = Path(raw)
+        below = runs_below(path) if path.is_dir() else []
+        if below:
+            found.extend(below)
+        elif path.exists():
+            errors.append(f"{path}: not a run directory (no {logs.MANIFEST}, and no run directory below it); "
+                          "left out")
+        else:
+            errors.append(f"{path}: no such file or directory; left out")
+    unique: dict[Path, Path] = {}
+    for path in found:
+        unique.setdefault(path.resolve(), path)
+    return list(unique.values())
+
+
+def run_meta(path: Path, manifest: dict) -> dict:
+    """One run's identity, from its manifest (KeyError/TypeError when required fields are missing)."""
+    config, dataset = manifest["config"], manifest["dataset"]
+    probe = manifest.get("probe") or {}
+    ablation = manifest.get("ablation") or {}
+    value = ablation.get("value")
+    return {
+        "path": str(path),
+        "model": str(config["model"]),
+        "dataset": str(dataset["name"]),
+        "kind": dataset.get("kind") or "single",
+        "probe": probe.get("name"),
+        "attribution": (probe.get("attribution") or "") if probe else None,
+        "ablation": ablation.get("name"),
+        "ablation_value": json.dumps(value) if isinstance(value, (list, dict)) else value,
+        "reasoning_declared": bool(config.get("reasoning_model")),
+        "status": manifest.get("status"),
+        "started": str(manifest.get("started") or ""),
+        "log_version": manifest.get("log_version"),
+        "templates": {str(k): str(v) for k, v in (manifest.get("templates") or {}).items()},
+    }
+
+
+def read_manifests(paths: list[Path], errors: list[str]) -> list[dict]:
+    metas = []
+    for path in paths:
+        try:
+            manifest = json.loads((path / logs.MANIFEST).read_text(encoding="utf-8"))
+            metas.append(run_meta(path, manifest))
+        except (OSError, ValueError) as exc:
+            errors.append(f"{path}: unreadable {logs.MANIFEST} ({exc}); left out")
+        except (KeyError, TypeError, AttributeError) as exc:
+            errors.append(f"{path}: {logs.MANIFEST} lacks config.model or dataset.name ({exc!r}); left out")
+    return metas
+
+
+def template_conflicts(metas: list[dict]) -> dict[tuple, str]:
+    """(model, dataset) -> why its runs cannot be pooled: one template name with several hashes."""
+    seen: dict[tuple, dict[str, dict[str, list[str]]]] = {}
+    for meta in metas:
+        per_name = seen.setdefault((meta["model"], meta["dataset"]), {})
+        for name, digest in meta["templates"].items():
+            per_name.setdefault(name, {}).setdefault(digest, []).append(meta["path"])
+    conflicts = {}
+    for key, per_name in seen.items():
+        clashes = [f"{name}: " + " vs ".join(_runs_with(digest, runs) for digest, runs in hashes.items())
+                   for name, hashes in sorted(per_name.items()) if len(hashes) > 1]
+        if clashes:
+            conflicts[key] = "; ".join(clashes)
+    return conflicts
+
+
+def _runs_with(digest: str, runs: list[str]) -> str:
+    more = f" and {len(runs) - 1} more" if len(runs) > 1 else ""
+    return f"{digest[:12]} in {runs[0]}{more}"
+
+
+def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: list[str]) -> list[dict]:
+    """The runs that may be pooled: mixed template hashes are refused unless allowed."""
+    conflicts = template_conflicts(metas)
+    for (model, dataset), why in sorted(conflicts.items()):
+        if allow_mixed:
+            problems.append(f"{model} / {dataset}: runs use different prompt templates ({why}); pooled anyway "
+                            "(--allow-mixed)")
+        else:
+            errors.append(f"{model} / {dataset}: runs use different prompt templates ({why}); left out (pass "
+                          "--allow-mixed to pool them anyway)")
+    kept = metas if allow_mixed else [m for m in metas if (m["model"], m["dataset"]) not in conflicts]
+    for meta in kept:
+        if meta["status"] != "complete":
+            problems.append(f"{meta['path']}: run status is {meta['status']!r}, not 'complete'; its records so "
+                            "far are included")
+        if meta["log_version"] != logs.LOG_VERSION:
+            problems.append(f"{meta['path']}: log_version {meta['log_version']!r}, this reader knows "
+                            f"{logs.LOG_VERSION}; read with plain JSON parsing")
+    return kept
+
+
+def read_records(path: str, plain: bool, with_ids: bool, with_users: bool,
+                 exact: bool) -> tuple[dict, dict, list[str], list[str]]:
+    """Factorised prediction and call columns of one run (see analysis.jsonl), the problems met,
+    and the errors (a log that cannot be read at all: the run is left out).
+
+    Only what a table uses is read: calls, timeouts and parse failures of plain runs only;
+    users only for preference data; the user and item ids of calls only when another run
+    did the same experiment (to drop the older run's repeats). A field not read is None.
+    """
+    problems: list[str] = []
+    skip = set() if with_users else {"user"}
+    wanted = tuple(f for f in PREDICTION_FIELDS if f not in skip and (plain or f not in PLAIN_ONLY))
+    calls_wanted = tuple(f for f in CALL_FIELDS if f not in skip and (with_ids or f not in CALL_IDS))
+    nothing = ({f: ([], b"") for f in wanted}, {f: ([], b"") for f in calls_wanted})
+    try:
+        predictions = scan(Path(path) / logs.PREDICTIONS, wanted, problems, exact)
+        calls = scan(Path(path) / logs.CALLS, calls_wanted, problems, exact) if plain else nothing[1]
+    except OSError as exc:
+        return *nothing, problems, [f"{path}: cannot read its logs ({exc}); left out"]
+    return predictions, calls, problems, []
+
+
+def experiment(meta: dict) -> tuple:
+    """Runs with the same experiment key may hold the same records."""
+    return tuple(str(meta[k]) for k in ("model", "dataset", "probe", "attribution", "ablation", "ablation_value"))
+
+
+def jobs(metas: list[dict]) -> list[tuple[str, bool, bool, bool, bool]]:
+    """The arguments of read_records for each run."""
+    counts: dict[tuple, int] = {}
+    for meta in metas:
+        counts[experiment(meta)] = counts.get(experiment(meta), 0) + 1
+    return [(m["path"], m["probe"] is None and m["ablation"] is None, counts[experiment(m)] > 1,
+             m["kind"] == "preference", m["log_version"] != logs.LOG_VERSION) for m in metas]
+
+
+def _log_bytes(metas: list[dict]) -> int:
+    files = [Path(m["path"]) / name for m in metas for name in (logs.CALLS, logs.PREDICTIONS)]
+    return sum(f.stat().st_size for f in files if f.exists())
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@dataclass
+class Pending:
+    """Runs being read: call `records()` to wait for them."""
+    metas: list[dict]
+    problems: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    _done: list | None = None
+    _pool: object = None
+    _async: object = None
+
+    def records(self) -> list[tuple[dict, dict, list[str], list[str]]]:
+        if self._done is None:
+            self._done = self._async.get()
+            self._pool.close()
+            self._pool.join()
+        return self._done
+
+
+def start(paths: list[str], allow_mixed: bool = False, workers: int | None = None) -> Pending:
+    """Read the manifests now; read the logs now (small) or in worker processes (large)."""
+    errors: list[str] = []
+    problems: list[str] = []
+    metas = select(read_manifests(find_runs(paths, errors), errors), allow_mixed, errors, problems)
+    metas.sort(key=lambda m: (m["started"], m["path"]))  # later runs' records replace earlier ones
+    pending = Pending(metas, problems, errors)
+    work = jobs(metas)
+    if workers is None:
+        workers = usable_cores() if _log_bytes(metas) >= PARALLEL_BYTES else 1
+    workers = min(workers, len(work))
+    if workers <= 1:
+        pending._done = [read_records(*job) for job in work]
+        return pending
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    pending._pool = context.Pool(workers)
+    pending._async = pending._pool.starmap_async(read_records, work, chunksize=1)
+    return pending

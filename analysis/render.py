@@ -1,0 +1,124 @@
+"""Results as markdown (for reading) or JSON (for machines)."""
+
+from __future__ import annotations
+
+import json
+
+from analysis.tables import Result, Table
+
+FORMATS = {
+    "tokens_per_question": ",.0f", "offline_tokens": ",.0f", "saving_per_query": ",.0f", "break_even": ",.0f",
+    "init_tokens": ",.0f", "critique_tokens": ",.0f", "summary_tokens": ",.0f", "total": ",.0f",
+    "p_sign": ".3g", "logs": ".3g", "published": ".3g",
+}
+VIEW_FORMATS = {"table3": ",.0f"}  # the wide view of Table 3 holds tokens, not percentages
+DEFAULT_FORMAT = ".1f"
+
+
+def cell(column: str, value, default: str = DEFAULT_FORMAT) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) and column not in FORMATS:
+        return str(value)
+    if isinstance(value, (int, float)):
+        return format(float(value), FORMATS.get(column, default))
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def table_view(table: Table) -> tuple[list[str], list[dict], str]:
+    """Columns, rows and the default number format that a reader sees."""
+    if table.view_rows is not None:
+        return table.view_columns, table.view_rows, VIEW_FORMATS.get(table.key, DEFAULT_FORMAT)
+    return table.columns, table.rows, DEFAULT_FORMAT
+
+
+def markdown_table(table: Table) -> str:
+    columns, rows, default = table_view(table)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(cell(c, row.get(c), default) for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def claim_texts(result: Result) -> list[tuple[str, str]]:
+    """(claim, one sentence) for every headline claim, computed or skipped."""
+    c = result.claims
+    out = []
+    pairs = (("zero_shot", "zero_shot"), ("EP_LABEL", "ep_label"))
+    if c.get("C1"):
+        x = c["C1"]
+        out.append(("C1", f"mean gain of EP+SEM_CRIT: {_pts(x['vs_zero_shot'])} over zero_shot "
+                          f"({x['points_vs_zero_shot']} points), {_pts(x['vs_ep_label'])} over EP_LABEL "
+                          f"({x['points_vs_ep_label']} points)."))
+    if c.get("C2"):
+        x = c["C2"]
+        out.append(("C2", "EP+SEM_CRIT " + "; ".join(
+            f"vs {name}: {x[f'wins_vs_{s}']} wins, {x[f'losses_vs_{s}']} losses, {x[f'ties_vs_{s}']} ties, "
+            f"sign test p = {cell('p_sign', x[f'p_vs_{s}'])}" for name, s in pairs) + "."))
+    if c.get("C3"):
+        x = c["C3"]
+        out.append(("C3", f"the critique strategies use {x['mean_token_reduction_pct']:.1f}% fewer output tokens "
+                          f"per question than EP_LABEL (mean relative reduction over {x['cells']} reasoning-model "
+                          "x dataset x strategy cells; negative: more tokens)."))
+    if c.get("C4"):
+        x = c["C4"]
+        who = f", critique attributed to: {x['attribution']}" if x.get("attribution") else ""
+        out.append(("C4", "Spearman between suggestibility and the EP+SEM_CRIT gain" + who + ": " + "; ".join(
+            f"over {name}: rho = {cell('rho', x[f'spearman_vs_{s}'], '.3f')} (p = {cell('p_sign', x[f'p_vs_{s}'])}, "
+            f"{x[f'points_vs_{s}']} points)" for name, s in pairs) + "."))
+    out.extend((name, f"skipped: {why}.") for name, why in result.claim_skips.items())
+    return sorted(out)
+
+
+def claim_lines(result: Result) -> list[str]:
+    return [f"- **{name}** {text}" for name, text in claim_texts(result)]
+
+
+def _pts(value) -> str:
+    return "-" if value is None else f"{value:+.2f} points"
+
+
+def markdown(result: Result, heading: str, extra: list[Table] | None = None) -> str:
+    parts = [f"# Study tables\n\n{heading}"]
+    for table in [*result.tables, *(extra or [])]:
+        parts.append(f"## {table.title}")
+        if table.skipped:
+            parts.append(f"Skipped: {table.skipped}.")
+            continue
+        parts.append(markdown_table(table))
+        if table.note:
+            parts.append(f"_{table.note}._")
+    parts.append("## Headline claims\n\n" + "\n".join(claim_lines(result)))
+    return "\n\n".join(parts) + "\n"
+
+
+def as_dict(result: Result) -> dict:
+    out: dict = {"source": result.source}
+    skipped, titles, notes = {}, {}, {}
+    for table in result.tables:
+        out[table.key] = None if table.skipped else table.rows
+        titles[table.key] = table.title
+        if table.skipped:
+            skipped[table.key] = table.skipped
+        if table.note:
+            notes[table.key] = table.note
+    out["claims"] = result.claims
+    skipped.update(result.claim_skips)
+    out.update(titles=titles, skipped=skipped, notes=notes)
+    return out
+
+
+def to_json(result: Result, inputs: dict, problems: list[str], errors: list[str],
+            published: Result | None = None, extra: list[Table] | None = None) -> str:
+    out = as_dict(result)
+    out["inputs"] = inputs
+    if published is not None:
+        out["published"] = as_dict(published)
+    for table in extra or []:
+        out[table.key] = None if table.skipped else table.rows
+        if table.skipped:
+            out["skipped"][table.key] = table.skipped
+    out["problems"], out["errors"] = problems, errors
+    return json.dumps(out, indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,162 @@
+"""`critique report`: every table, the headline claims and four plots in one HTML file.
+
+The plots are PNGs embedded as base64, the style is inline: the file opens offline.
+Plots are drawn from the tables' rows (nothing is recomputed here); a plot the inputs
+cannot fill is replaced by one line saying why. matplotlib is imported only here.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analysis import render, vocab  # noqa: E402
+from analysis.tables import Result, Table, strategy_order  # noqa: E402
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.85em}
+th,td{border:1px solid #ccc;padding:.2em .5em;text-align:right}th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}.skip{color:#888;font-style:italic}
+img{max-width:100%;border:1px solid #eee}"""
+
+
+def data_uri(figure) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def rows(result: Result, key: str) -> pd.DataFrame:
+    table = result.table(key)
+    return pd.DataFrame(table.rows, columns=table.columns) if not table.skipped else pd.DataFrame()
+
+
+def plot_accuracy(result: Result):
+    """Accuracy per strategy per dataset: mean over models, with the SD over models."""
+    frame = rows(result, "table1")
+    if frame.empty:
+        return None, "no accuracy table"
+    stats = frame.groupby(["dataset", "strategy"])["accuracy"].agg(["mean", "std"]).reset_index()
+    datasets, strategies = sorted(stats["dataset"].unique()), strategy_order(stats["strategy"])
+    figure, axis = plt.subplots(figsize=(max(6.0, 1.3 * len(datasets)), 4))
+    width = 0.8 / len(strategies)
+    for i, strategy in enumerate(strategies):
+        part = stats[stats["strategy"].eq(strategy)].set_index("dataset").reindex(datasets)
+        axis.bar(np.arange(len(datasets)) + i * width, part["mean"], width, yerr=part["std"].fillna(0),
+                 label=strategy, capsize=2)
+    axis.set_xticks(np.arange(len(datasets)) + 0.4 - width / 2, datasets, rotation=20)
+    axis.set_ylabel("accuracy (%), mean over models")
+    axis.legend(fontsize=8, ncol=len(strategies))
+    return figure, None
+
+
+def plot_suggestibility(result: Result):
+    """Suggestibility versus the EP+SEM_CRIT gain, one point per (model, dataset)."""
+    sugg, acc = rows(result, "table4"), rows(result, "table1")
+    if sugg.empty or acc.empty:
+        return None, "needs Table 1 and Table 4"
+    claim = result.claims.get("C4") or {}
+    sugg = sugg[sugg["attribution"].fillna("").eq(claim.get("attribution") or "")] if claim else sugg
+    wide = acc.pivot_table(index=["model", "dataset"], columns="strategy", values="accuracy")
+    points = sugg.set_index(["model", "dataset"])["suggestibility"]
+    figure, axis = plt.subplots(figsize=(6, 4))
+    drawn = False
+    for baseline in vocab.BASELINES:
+        if vocab.BEST in wide and baseline in wide:
+            both = pd.concat([points, (wide[vocab.BEST] - wide[baseline]).rename("gain")], axis=1, join="inner")
+            axis.scatter(both["suggestibility"], both["gain"], label=f"gain over {baseline}", alpha=0.8)
+            drawn = drawn or not both.empty
+    if not drawn:
+        plt.close(figure)
+        return None, f"no (model, dataset) point has both suggestibility and the {vocab.BEST} gain"
+    axis.axhline(0, color="#999", lw=0.8)
+    axis.set_xlabel("suggestibility S = Acc(truth) - Acc(lying), points")
+    axis.set_ylabel(f"{vocab.BEST} gain, points")
+    axis.legend(fontsize=8)
+    return figure, None
+
+
+def plot_tokens(result: Result):
+    """Output tokens per question by strategy, over reasoning model x dataset cells."""
+    frame = rows(result, "table3")
+    if frame.empty:
+        return None, result.table("table3").skipped or "no token table"
+    strategies = strategy_order(frame["strategy"])
+    figure, axis = plt.subplots(figsize=(6, 4))
+    axis.boxplot([frame.loc[frame["strategy"].eq(s), "tokens_per_question"] for s in strategies])
+    axis.set_xticks(range(1, len(strategies) + 1), strategies, rotation=15)
+    axis.set_ylabel("output tokens per question (reasoning included)")
+    return figure, None
+
+
+def plot_per_user(result: Result):
+    """Per-user accuracy for preference datasets: one dot per user, per strategy."""
+    frame = rows(result, "table10")
+    if frame.empty:
+        return None, result.table("table10").skipped or "no per-user table"
+    datasets = sorted(frame["dataset"].unique())
+    figure, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets), 3.6), sharey=True, squeeze=False)
+    for axis, dataset in zip(axes[0], datasets):
+        part = frame[frame["dataset"].eq(dataset)]
+        users = part.groupby(["strategy", "user"])["accuracy"].mean().reset_index()  # mean over models
+        strategies = strategy_order(users["strategy"])
+        for i, strategy in enumerate(strategies):
+            values = users.loc[users["strategy"].eq(strategy), "accuracy"]
+            axis.scatter(np.full(len(values), i) + np.linspace(-0.15, 0.15, len(values)), values, s=12, alpha=0.7)
+            axis.plot([i - 0.25, i + 0.25], [values.mean()] * 2, color="black")
+        axis.set_xticks(range(len(strategies)), strategies, rotation=45, fontsize=7)
+        axis.set_title(dataset, fontsize=9)
+    axes[0][0].set_ylabel("accuracy (%) per user, mean over models")
+    return figure, None
+
+
+PLOTS = (("Accuracy per strategy per dataset", plot_accuracy),
+         ("Suggestibility versus gain", plot_suggestibility),
+         ("Output tokens per question by strategy", plot_tokens),
+         ("Per-user accuracy", plot_per_user))
+
+
+def table_html(table: Table) -> str:
+    parts = [f"<h2>{html.escape(table.title)}</h2>"]
+    if table.skipped:
+        return parts[0] + f'<p class="skip">Skipped: {html.escape(table.skipped)}.</p>'
+    columns, body, default = render.table_view(table)
+    parts.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in columns) + "</tr>")
+    for row in body:
+        parts.append("<tr>" + "".join(f"<td>{html.escape(render.cell(c, row.get(c), default))}</td>"
+                                      for c in columns) + "</tr>")
+    parts.append("</table>")
+    if table.note:
+        parts.append(f"<p><small>{html.escape(table.note)}.</small></p>")
+    return "".join(parts)
+
+
+def html_page(result: Result, heading: str, extra: list[Table], problems: list[str], errors: list[str]) -> str:
+    body = [f"<h1>Study report</h1><p>{html.escape(heading)}</p>", "<h2>Headline claims</h2><ul>"]
+    body += [f"<li><b>{name}</b> {html.escape(text)}</li>" for name, text in render.claim_texts(result)]
+    body.append("</ul>")
+    for title, draw in PLOTS:
+        figure, why = draw(result)
+        body.append(f"<h2>{html.escape(title)}</h2>")
+        body.append(f'<img alt="{html.escape(title)}" src="{data_uri(figure)}">' if figure is not None
+                    else f'<p class="skip">Plot skipped: {html.escape(why)}.</p>')
+    body += [table_html(t) for t in [*result.tables, *extra]]
+    if problems or errors:
+        body.append("<h2>Input problems</h2><ul>" + "".join(
+            f"<li>{html.escape(line)}</li>" for line in [*errors, *problems]) + "</ul>")
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Study report</title>"
+            f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+
+
+def html_report(analysis) -> str:
+    """The report of an `analysis.cli.Analysis`."""
+    return html_page(analysis.result, analysis.heading, analysis.extra, analysis.problems, analysis.errors)

@@ -1,0 +1,45 @@
+"""The study's names: strategies, stages, probes, ablations."""
+
+from __future__ import annotations
+
+ZERO_SHOT = "zero_shot"
+EP_LABEL = "EP_LABEL"
+EP_CRIT = "EP_CRIT"
+SEM_CRIT = "SEM_CRIT"
+EP_SEM_CRIT = "EP+SEM_CRIT"
+
+STRATEGIES = (ZERO_SHOT, EP_LABEL, EP_CRIT, SEM_CRIT, EP_SEM_CRIT)
+BASELINES = (ZERO_SHOT, EP_LABEL)
+CRITIQUE_STRATEGIES = (EP_CRIT, SEM_CRIT, EP_SEM_CRIT)
+BEST = EP_SEM_CRIT
+
+# Offline stages each critique strategy pays for (SPEC section 5, Table 5).
+OFFLINE_STAGES = {
+    EP_CRIT: ("train_predict", "critique"),
+    SEM_CRIT: ("train_predict", "critique", "summary"),
+    EP_SEM_CRIT: ("train_predict", "critique", "summary"),
+}
+
+TEST = "test"
+TRAIN = "train_predict"
+CRITIQUE = "critique"
+SUMMARY = "summary"
+PROBE = "probe"
+
+SUGGESTIBILITY = "suggestibility"
+TRUTH = "truth"
+LYING = "lying"
+
+PREFERENCE = "preference"
+
+# Ablation name -> the table that shows it (SPEC section 5, tables 6-8).
+ABLATIONS = {"train_size": "table6", "parts": "table7", "k": "table8"}
+
+
+def canonical_strategy(name: str) -> str:
+    """A strategy name as the study spells it ('Zero-shot' -> 'zero_shot'); unknown names unchanged."""
+    def squash(text: str) -> str:
+        return text.strip().casefold().replace("-", "_").replace(" ", "_")
+
+    known = {squash(s): s for s in STRATEGIES}
+    return known.get(squash(str(name)), str(name).strip())

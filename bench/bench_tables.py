@@ -1,0 +1,137 @@
+"""How long `critique tables` takes on a whole study's logs.
+
+Writes a seeded synthetic log set at the study's scale into a temporary folder (6 models
+x 7 datasets, preference data with 10 users, every stage, a suggestibility probe per
+model and dataset, and the K / train-size / critique-parts ablations for one model on
+the three non-preference datasets; prompts and responses of realistic length), then runs
+`critique tables RUN_DIR...` on it as a user would -- a fresh process, so the time
+includes interpreter start-up, imports, reading every log, and printing the markdown --
+limited to 2 cores. Prints the machine, the command and the wall-clock times.
+
+    .venv/bin/python bench/bench_tables.py [--repeat 5] [--cores 2] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analysis.synthetic import generate_study  # noqa: E402
+
+
+def count(runs: list[Path], name: str) -> tuple[int, int]:
+    lines = size = 0
+    for run in runs:
+        data = (run / name).read_bytes()
+        lines += data.count(b"\n")
+        size += len(data)
+    return lines, size
+
+
+def command(runs: list[Path]) -> list[str]:
+    """`critique tables` through the real CLI when it builds, else the same code via `python -m analysis`."""
+    probe = subprocess.run([sys.executable, "-c", "import critique.cli as c; c.build_parser()"], cwd=ROOT,
+                           capture_output=True)
+    module = "critique.cli" if probe.returncode == 0 else "analysis"
+    return [sys.executable, "-m", module, "tables", *map(str, runs)]
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def limit_cores(cores: int):
+    available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    chosen = set(available[:cores])
+    return (lambda: os.sched_setaffinity(0, chosen)) if chosen else None
+
+
+def time_runs(cmd: list[str], repeat: int, cores: int) -> tuple[list[float], float]:
+    walls = []
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              preexec_fn=limit_cores(cores))
+        walls.append(time.perf_counter() - start)
+        if done.returncode not in (0, 1):
+            sys.exit(f"command failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / repeat
+    return walls, cpu
+
+
+def breakdown(runs: list[Path]) -> str:
+    """Where the time goes, phase by phase, in this process (wall seconds)."""
+    marks = [("start", time.perf_counter())]
+    from analysis import read
+
+    pending = read.start([str(r) for r in runs])
+    marks.append(("manifests + start readers", time.perf_counter()))
+    from analysis import cells, render, tables
+    from analysis.load import frames
+
+    marks.append(("import pandas + scipy", time.perf_counter()))
+    logs = frames(pending)
+    marks.append(("wait for readers + frames", time.perf_counter()))
+    found = cells.from_logs(logs)
+    marks.append(("cells", time.perf_counter()))
+    render.markdown(tables.build(found), "")
+    marks.append(("tables + markdown", time.perf_counter()))
+    return ", ".join(f"{name} {t - marks[i][1]:.2f} s" for i, (name, t) in enumerate(marks[1:]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", metavar="DIR", help="write the log set here and keep it")
+    args = parser.parse_args()
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-tables-"))
+    try:
+        started = time.perf_counter()
+        runs = generate_study(root, seed=args.seed)
+        made = time.perf_counter() - started
+        calls, calls_size = count(runs, "calls.jsonl")
+        predictions, predictions_size = count(runs, "predictions.jsonl")
+        cmd = command(runs)
+        subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm the page cache
+        walls, cpu = time_runs(cmd, args.repeat, args.cores)
+        shown = " ".join(cmd[:4]) + f" {root}/*  ({len(runs)} run directories)"
+        print(f"machine:   {cpu_model()}, {os.cpu_count()} cores visible, timed on {args.cores}; "
+              f"Python {platform.python_version()}")
+        print(f"log set:   {len(runs)} runs, {calls:,} call records ({calls_size / 1e6:,.0f} MB), "
+              f"{predictions:,} prediction records ({predictions_size / 1e6:,.0f} MB); generated in {made:.1f} s")
+        print(f"command:   {shown}")
+        print(f"wall time: median {statistics.median(walls):.2f} s, best {min(walls):.2f} s over {len(walls)} runs "
+              f"(fresh process each: start-up, imports, reading every log, tables, markdown)")
+        print(f"cpu time:  {cpu:.2f} s per run (all processes)")
+        print(f"phases:    {breakdown(runs)} (one more run, in this process)")
+        print(f"load:      {os.getloadavg()[0]:.2f} (1-minute load average; other work on the machine slows this)")
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

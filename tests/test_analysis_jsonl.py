@@ -1,0 +1,109 @@
+"""The fast JSON-lines field reader gives what json.loads gives, and survives cut files."""
+
+import json
+
+from analysis.jsonl import expand, scan
+
+FIELDS = ("stage", "strategy", "user", "completion_tokens", "correct", "score")
+
+
+def columns(path, fields=FIELDS, problems=None, exact=False):
+    return {f: expand(c) for f, c in scan(path, fields, problems, exact).items()}
+
+
+def tricky_records():
+    text = 'He said "stage": "test", \\"strategy\\": x\n{"user": 1}\t\u00e9\u4e2d\\'
+    return [
+        {"stage": "test", "strategy": "EP+SEM_CRIT", "user": None, "completion_tokens": 12, "correct": True,
+         "score": 0.5, "messages": [{"role": "user", "content": text}], "response": text},
+        {"stage": "train_predict", "strategy": None, "user": 'u "quoted" \\ one', "completion_tokens": None,
+         "correct": False, "score": -1.5e-3, "messages": [{"role": "system", "content": "stage:"}],
+         "response": '"completion_tokens": 99'},
+        {"correct": None, "completion_tokens": 0, "score": 7, "stage": "test", "strategy": "zero_shot",
+         "user": "\u00fcser", "retrieved": ["a", "b"], "response": "x" * 5000},
+    ]
+
+
+def write(path, records, sort_keys=True, ensure_ascii=False, tail=""):
+    lines = [json.dumps(r, sort_keys=sort_keys, ensure_ascii=ensure_ascii) + "\n" for r in records]
+    path.write_text("".join(lines) + tail, encoding="utf-8")
+    return path
+
+
+def expected(records, fields=FIELDS):
+    return {f: [r.get(f) for r in records] for f in fields}
+
+
+def test_fast_path_equals_json_loads_on_tricky_text(tmp_path):
+    records = tricky_records() * 3
+    for i, options in enumerate(({}, {"ensure_ascii": True}, {"sort_keys": False})):
+        path = write(tmp_path / f"calls{i}.jsonl", records, **options)
+        assert columns(path) == expected(records)
+        assert columns(path, exact=True) == expected(records)
+
+
+def test_compact_separators_are_read(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    path.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in tricky_records()))
+    assert columns(path) == expected(tricky_records())
+
+
+def test_missing_field_reads_as_none(tmp_path):
+    records = tricky_records()
+    del records[1]["score"]
+    path = write(tmp_path / "calls.jsonl", records)
+    assert columns(path)["score"] == [0.5, None, 7]
+
+
+def test_cut_last_line_is_skipped_and_reported(tmp_path):
+    records = tricky_records()
+    whole = write(tmp_path / "whole.jsonl", records)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(whole.read_bytes() + json.dumps(records[0]).encode()[:40])
+    problems = []
+    assert columns(cut, problems=problems) == expected(records)
+    assert problems == [f"{cut}:4: unreadable line skipped (cut by a crash?)"]
+
+
+def test_whole_last_line_without_newline_is_kept(tmp_path):
+    records = tricky_records()
+    path = write(tmp_path / "calls.jsonl", records[:2], tail=json.dumps(records[2]))
+    problems = []
+    assert columns(path, problems=problems) == expected(records)
+    assert problems == []
+
+
+def test_blank_and_broken_lines_in_the_middle(tmp_path):
+    records = tricky_records()
+    path = tmp_path / "calls.jsonl"
+    path.write_text(json.dumps(records[0]) + "\n\n{broken\n" + json.dumps(records[1]) + "\n")
+    problems = []
+    assert columns(path, problems=problems) == expected(records[:2])
+    assert problems == [f"{path}:3: unreadable line skipped (cut by a crash?)"]
+
+
+def test_missing_and_empty_files(tmp_path):
+    assert columns(tmp_path / "absent.jsonl") == {f: [] for f in FIELDS}
+    (tmp_path / "empty.jsonl").write_text("")
+    assert columns(tmp_path / "empty.jsonl") == {f: [] for f in FIELDS}
+
+
+def test_tricky_lines_take_the_fast_path(tmp_path):
+    from analysis.jsonl import _fast
+
+    data = write(tmp_path / "calls.jsonl", tricky_records()).read_bytes()
+    fast = _fast(data, len(data), FIELDS)
+    assert fast is not None
+    assert {f: expand(c) for f, c in fast.items()} == expected(tricky_records())
+
+
+def test_invalid_bytes_and_escapes_do_not_break_the_reader(tmp_path):
+    path = tmp_path / "calls.jsonl"
+    good = json.dumps({"stage": "test", "strategy": "zero_shot", "user": None, "completion_tokens": 1,
+                       "correct": True, "score": 1})
+    path.write_bytes(good.encode() + b"\n" + good.replace('"test"', '"t\\xst"').encode() + b"\n"
+                     + good.encode().replace(b'"zero_shot"', b'"zero\xff"') + b"\n")
+    problems = []
+    got = columns(path, problems=problems)
+    assert got["strategy"] == ["zero_shot", "zero\ufffd"]  # the line with a bad escape is not JSON
+    assert problems == [f"{path}:2: unreadable line skipped (cut by a crash?)"]

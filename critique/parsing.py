@@ -38,13 +38,13 @@ def _normalise(value: str, answer_space: list[str]) -> str | None:
 
 def _json_object(text: str) -> dict | None:
     try:
-        value = json.loads(text)
+        value = json.loads(text, strict=False)
     except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
         match = re.search(r"\{.*\}", text or "", re.DOTALL)
         if not match:
             return None
         try:
-            value = json.loads(match.group(0))
+            value = json.loads(match.group(0), strict=False)
         except (json.JSONDecodeError, ValueError, RecursionError):
             return None
     return value if isinstance(value, dict) else None

@@ -55,3 +55,8 @@ def test_advice():
     assert parsing.parse_advice('{"advice": "- a\\n- b"}') == "- a\n- b"
     assert parsing.parse_advice("- plain bullets") == "- plain bullets"
     assert parsing.parse_advice('{"advice": ""}') is None
+
+
+def test_raw_newlines_inside_json_strings_are_accepted():
+    text = '{"correct_answer": "1", "local_reason": "a\nb", "global_reason": "c"}'
+    assert parsing.parse_critique(text)["local_reason"] == "a\nb"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from critique.datasets.splits import DatasetError
+from critique.datasets.splits import iter_json_lines as read_jsonl  # noqa: F401 (used by builders)
 
 
 def raw_folder(raw: str | Path | None, name: str) -> Path:
@@ -86,20 +87,6 @@ def read_csv(path: Path, required: list[str], encoding: str = "utf-8") -> Iterat
             if any(row.get(c) in (None, "") for c in required):
                 raise fail(path, reader.line_num, f"empty or missing field in {required}")
             yield reader.line_num, row
-
-
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise fail(path, number, f"not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise fail(path, number, "a line must be a JSON object")
-            yield number, record
 
 
 def read_json(path: Path):

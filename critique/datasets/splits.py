@@ -130,12 +130,9 @@ def _first_per_user(items: list[Item], limit: int) -> list[Item]:
     return kept
 
 
-def read_items(path: Path, answer_space: list[str], user: str | None = None) -> list[Item]:
-    """Read one split file; every problem names the file and line."""
-    if not path.exists():
-        raise DatasetError(f"{path}: split file is missing")
-    items, ids = [], set()
-    with path.open(encoding="utf-8") as handle:
+def iter_json_lines(path: Path):
+    """(line number, object) for each non-blank line; DatasetError naming file and line otherwise."""
+    with Path(path).open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -145,18 +142,27 @@ def read_items(path: Path, answer_space: list[str], user: str | None = None) -> 
                 raise DatasetError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
             if not isinstance(record, dict):
                 raise DatasetError(f"{path}:{number}: a line must be a JSON object")
-            missing = [k for k in ("id", "question", "answer") if k not in record]
-            if missing:
-                raise DatasetError(f"{path}:{number}: missing field {', '.join(missing)}")
-            item_id, answer = str(record["id"]), str(record["answer"])
-            if answer not in answer_space:
-                raise DatasetError(f"{path}:{number}: label {answer!r} is not in the answer space {answer_space}")
-            if item_id in ids:
-                raise DatasetError(f"{path}:{number}: duplicate id {item_id!r}")
-            if not str(record["question"]).strip():
-                raise DatasetError(f"{path}:{number}: empty question")
-            ids.add(item_id)
-            items.append(Item(item_id, str(record["question"]), answer, user, record.get("meta") or {}))
+            yield number, record
+
+
+def read_items(path: Path, answer_space: list[str], user: str | None = None) -> list[Item]:
+    """Read one split file; every problem names the file and line."""
+    if not path.exists():
+        raise DatasetError(f"{path}: split file is missing")
+    items, ids = [], set()
+    for number, record in iter_json_lines(path):
+        missing = [k for k in ("id", "question", "answer") if k not in record]
+        if missing:
+            raise DatasetError(f"{path}:{number}: missing field {', '.join(missing)}")
+        item_id, answer = str(record["id"]), str(record["answer"])
+        if answer not in answer_space:
+            raise DatasetError(f"{path}:{number}: label {answer!r} is not in the answer space {answer_space}")
+        if item_id in ids:
+            raise DatasetError(f"{path}:{number}: duplicate id {item_id!r}")
+        if not str(record["question"]).strip():
+            raise DatasetError(f"{path}:{number}: empty question")
+        ids.add(item_id)
+        items.append(Item(item_id, str(record["question"]), answer, user, record.get("meta") or {}))
     return items
 
 

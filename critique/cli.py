@@ -11,13 +11,14 @@ class UserError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from critique import run_cli
+    from critique import probe_cli, run_cli
     from critique.datasets import cli as datasets_cli
 
     parser = argparse.ArgumentParser(prog="critique", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     run_cli.register(sub)
     datasets_cli.register(sub)
+    probe_cli.register(sub)
     try:
         from analysis import cli as analysis_cli
     except ImportError:  # the analysis package is not installed beside the library

@@ -1,9 +1,17 @@
 """LLM access: litellm only.
 
-Calls go through a litellm ``Router`` (retries with backoff for rate limits, 5xx and
-timeouts, honouring Retry-After; the number of retries comes back with the response).
-Responses are cached on disk by the hash of everything that determines them (model,
-messages, decoding parameters, schema), shared across runs.
+Each call is ``litellm.acompletion`` (or, when ``critique.study`` sets ``LLM._router``, a
+litellm ``Router`` over several endpoints), one attempt at a time: this module retries
+what a retry can cure (rate limits, 5xx, timeouts, dropped connections, malformed
+bodies), waiting as the provider's Retry-After says or with exponential backoff, and
+records how many retries a call took. Every attempt has a deadline (``timeout``), so a
+hung connection ends in a retried timeout. A call that still fails comes back with
+``error`` set; it never raises. Responses are cached on disk by the hash of everything
+that determines them (model, messages, decoding parameters, schema), shared across runs.
+
+Why not the Router's own retries: for one endpoint the Router adds about 4 ms of CPU per
+call (a third of the client's cost; see bench/THROUGHPUT.md) and buys nothing, and its
+backoff waits at least half a second plus jitter, and reads Retry-After in whole seconds.
 """
 
 from __future__ import annotations
@@ -11,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import email.utils
 import os
+import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,11 +37,16 @@ class LLMConfig:
     api_base: str | None = None
     seed: int = 0
     concurrency: int = 4
-    num_retries: int = 5
-    retry_after: float = 0.5  # minimum wait before a retry, seconds
-    timeout: float = 600.0
+    num_retries: int = 5  # retries after the first attempt
+    retry_after: float = 0.5  # first backoff wait, seconds; doubles per retry up to max_backoff
+    max_backoff: float = 30.0
+    timeout: float = 600.0  # seconds per attempt
     use_cache: bool = True
     cache_dir: str | None = None
+
+
+class MalformedResponse(Exception):
+    """The provider answered 200 with a body that is not a chat completion."""
 
 
 @dataclass
@@ -99,16 +114,11 @@ class LLM:
         if config.model.startswith(f"{local_llm.PROVIDER}/"):
             local_llm.register()
         self.config = config
-        deployment = {"model": config.model}
-        if config.api_base:
-            deployment["api_base"] = config.api_base
-        self._router = litellm.Router(
-            model_list=[{"model_name": "critique-model", "litellm_params": deployment}],
-            num_retries=config.num_retries, retry_after=config.retry_after, timeout=config.timeout,
-            disable_cooldowns=True,
-        )
+        self._router = None  # critique.study sets a litellm Router here to spread calls over endpoints
         self._cache = diskcache.Cache(str(cache_dir(config.cache_dir) / "responses")) if config.use_cache else None
         self._slots: asyncio.Semaphore | None = None
+        # the embedded model computes one reply at a time: more calls in flight only queue
+        self.concurrency = 1 if config.model.startswith(f"{local_llm.PROVIDER}/") else max(1, config.concurrency)
         self.calls_made = 0
 
     def request(self, messages: list[dict], schema: dict, schema_name: str) -> dict:
@@ -130,7 +140,7 @@ class LLM:
             if hit is not None:
                 return LLMResult(**{**hit, "cached": True, "latency_s": 0.0, "retries": 0, "request_hash": key})
         if self._slots is None:
-            self._slots = asyncio.Semaphore(max(1, self.config.concurrency))
+            self._slots = asyncio.Semaphore(self.concurrency)
         async with self._slots:
             result = await self._call(request)
         result.request_hash = key
@@ -140,33 +150,97 @@ class LLM:
         return result
 
     async def _call(self, request: dict) -> LLMResult:
+        """Attempts until one succeeds, the error is not worth a retry, or the retries are spent."""
         params = {k: v for k, v in request.items() if v is not None and k != "model"}
-        metadata = {"critique": True}
         started = time.monotonic()
         self.calls_made += 1
-        try:
-            response = await self._router.acompletion(model="critique-model", metadata=metadata, **params)
-        except Exception as exc:  # the final error after litellm's retries
-            return LLMResult(None, latency_s=time.monotonic() - started, error=f"{type(exc).__name__}: {exc}"[:1000],
-                             retries=int(metadata.get("attempted_retries") or 0))
-        return _result(response, time.monotonic() - started)
+        retries = 0
+        while True:
+            try:
+                response = await self._attempt(params)
+                return _result(response, time.monotonic() - started, retries)
+            except Exception as exc:  # noqa: BLE001 - every failure of the call is reported, none raised
+                error = exc
+            if retries >= self.config.num_retries or not retryable(error):
+                return LLMResult(None, latency_s=round(time.monotonic() - started, 4), retries=retries,
+                                 error=f"{type(error).__name__}: {error}"[:1000])
+            await asyncio.sleep(backoff(retries, self.config.retry_after, self.config.max_backoff, retry_after_of(error)))
+            retries += 1
+
+    async def _attempt(self, params: dict):
+        """One request. The outer deadline is a guard in case a provider ignores ``timeout``."""
+        import litellm
+
+        c = self.config
+        if self._router is not None:
+            call = self._router.acompletion(model="critique-model", num_retries=0, **params)
+        else:
+            call = litellm.acompletion(model=c.model, api_base=c.api_base, timeout=c.timeout, max_retries=0, **params)
+        return await asyncio.wait_for(call, c.timeout + 30)
 
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
 
 
-def _result(response, latency: float) -> LLMResult:
-    usage = getattr(response, "usage", None)
-    details = getattr(usage, "completion_tokens_details", None)
-    headers = (getattr(response, "_hidden_params", None) or {}).get("additional_headers") or {}
-    choice = response.choices[0]
-    return LLMResult(
-        text=choice.message.content,
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        reasoning_tokens=int(getattr(details, "reasoning_tokens", 0) or 0),
-        finish_reason=choice.finish_reason,
-        latency_s=round(latency, 4),
-        retries=int(headers.get("x-litellm-attempted-retries") or 0),
-    )
+def _result(response, latency: float, retries: int) -> LLMResult:
+    try:
+        usage = getattr(response, "usage", None)
+        details = getattr(usage, "completion_tokens_details", None)
+        choice = response.choices[0]
+        text = choice.message.content
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"message content is {type(text).__name__}")
+        return LLMResult(
+            text=text,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            reasoning_tokens=int(getattr(details, "reasoning_tokens", 0) or 0),
+            finish_reason=choice.finish_reason,
+            latency_s=round(latency, 4),
+            retries=retries,
+        )
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+        raise MalformedResponse(f"not a chat completion ({type(exc).__name__}: {exc})") from None
+
+
+# HTTP statuses worth another attempt: timeout, conflict, too early, rate limit, and 5xx.
+RETRY_STATUS = frozenset({408, 409, 425, 429})
+
+
+def retryable(error: BaseException) -> bool:
+    """A rate limit, a server error, a timeout, a dropped connection or a malformed body; not a bad request."""
+    import litellm
+
+    if isinstance(error, (MalformedResponse, TimeoutError, ConnectionError, litellm.Timeout,
+                          litellm.APIConnectionError, litellm.RateLimitError, litellm.InternalServerError,
+                          litellm.ServiceUnavailableError)):
+        return True
+    status = getattr(error, "status_code", None)
+    return isinstance(status, int) and (status in RETRY_STATUS or status >= 500)
+
+
+def retry_after_of(error: BaseException) -> float | None:
+    """Seconds the provider asked us to wait (Retry-After: seconds or an HTTP date), or None."""
+    headers = getattr(error, "litellm_response_headers", None)
+    if headers is None:
+        headers = getattr(getattr(error, "response", None), "headers", None)
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+    except Exception:  # noqa: BLE001 - a header object of another shape: no advice
+        return None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_tz(value)
+        return max(0.0, email.utils.mktime_tz(when) - time.time()) if when else None
+
+
+def backoff(retries: int, first: float, cap: float, asked: float | None) -> float:
+    """Seconds to wait before retry number ``retries + 1``: what the provider asked (up to ten
+    minutes), else ``first * 2**retries`` capped at ``cap``, with up to 25% jitter."""
+    if asked is not None and asked <= 600:
+        return asked
+    return min(cap, first * 2 ** retries) * (1 + 0.25 * random.random())

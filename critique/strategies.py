@@ -24,6 +24,8 @@ STRATEGIES = {
     )
 }
 DEFAULT = tuple(STRATEGIES)
+# The order in which one question's prompts are sent: each shares the longest prefix with the one before.
+PREFIX_ORDER = ("zero_shot", "SEM_CRIT", "EP_LABEL", "EP_CRIT", "EP+SEM_CRIT")
 PARTS = ("full", "local", "global")
 
 

@@ -36,9 +36,9 @@ CATALOG = {
 }
 
 TASK = (
-    "Rank five items under three conditions. Conditions have a priority: a high-priority "
-    "condition always wins over a medium one, and a medium one over a low one. Choose the "
-    "candidate ordering (1-4) that satisfies the conditions."
+    "Five items are ranked by three conditions. A high-priority condition always wins over a "
+    "medium one, and a medium one over a low one; a lower condition only orders items that the "
+    "higher ones leave tied. Choose the ordering (1-4) that follows the conditions."
 )
 
 
@@ -95,12 +95,11 @@ def _distractors(rng, items, ranked, category_of, gold) -> list[list[str]]:
 
 def _describe(condition: dict, priority: str) -> str:
     if condition["type"] == "position":
-        return f'Item "{condition["item"]}" should be placed {condition["where"]} ({priority} priority).'
+        return f'{priority}: "{condition["item"]}" {condition["where"]}'
     if condition["type"] == "category":
-        return (f'Items in the category "{condition["category"]}" should appear at the '
-                f'{condition["where"]} ({priority} priority).')
-    direction = "shortest to longest" if condition["order"] == "ascending" else "longest to shortest"
-    return f"Sort the items by the number of characters in their names, {direction} ({priority} priority)."
+        return f'{priority}: {condition["category"]} items at the {condition["where"]}'
+    direction = "shortest first" if condition["order"] == "ascending" else "longest first"
+    return f"{priority}: by name length, {direction}"
 
 
 def make_question(rng: random.Random, gold_position: int) -> dict:
@@ -119,11 +118,10 @@ def make_question(rng: random.Random, gold_position: int) -> dict:
     options.insert(gold_position, gold)
     assert sum(solve(items, ranked, category_of) == o for o in options) == 1, "exactly one correct"
     shown = rng.sample(list(zip(ranked, PRIORITIES)), 3)  # conditions listed in random order
-    lines = [f"Items: {', '.join(items)}.",
-             "Categories: " + "; ".join(f"{i} is a {category_of[i]}" for i in items) + ".",
+    lines = ["Items: " + ", ".join(f"{i} ({category_of[i]})" for i in items),
              "Conditions:"]
     lines += [f"- {_describe(c, p)}" for c, p in shown]
-    lines.append("Candidate orderings:")
+    lines.append("Orderings:")
     lines += [f"{n}. {', '.join(o)}" for n, o in enumerate(options, start=1)]
     return {"question": "\n".join(lines), "answer": str(gold_position + 1),
             "meta": {"items": items, "conditions": [dict(c, priority=p) for c, p in zip(ranked, PRIORITIES)],

@@ -6,3 +6,12 @@ import os as _os
 _os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``critique.Learner`` and ``critique.Prediction`` on first use: ``import critique`` stays light."""
+    if name in ("Learner", "Prediction"):
+        from importlib import import_module
+
+        return getattr(import_module("critique.learner"), name)
+    raise AttributeError(f"module 'critique' has no attribute {name!r}")

@@ -1,0 +1,335 @@
+"""A small Python API over the pipeline: fit on labeled items, predict on unlabeled questions.
+
+``Learner.fit`` writes the train items as a dataset folder (``<out>/data/``, empty test
+split) and runs the ordinary train stage of ``critique.pipeline.Run`` in the run directory
+``out``: initial predictions, critiques (episodic memory), the semantic summary. Like
+``critique run`` it resumes, and a second ``fit`` with the same data makes no LLM call.
+
+``Learner.predict`` answers new questions with one of the five strategies: retrieval over
+the fitted episodic memory (K nearest), advice from the semantic memory, the same
+templates as the test stage. Each call is logged in ``calls.jsonl`` and each answer in
+``predictions.jsonl`` with stage ``predict`` (``gold`` and ``correct`` null); a question
+already answered the same way is not asked again.
+
+``Learner.load(run_dir)`` predicts with the memory of any run directory, e.g. one made by
+``critique run``: model, config and data come from its manifest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from critique import agents, logs, parsing
+from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, write_dataset
+from critique.memory import semantic as semantic_store
+from critique.memory.episodic import ENTRIES, EpisodicMemory, pool_of
+from critique.pipeline import RunConfig, pkey
+from critique.strategies import STRATEGIES
+
+STAGE = "predict"
+DATA = "data"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One answer of ``Learner.predict``.
+
+    ``answer`` is an option of the answer space, or None when there is none to give: the reply
+    could not be parsed (``parse_failed``), was cut by the token limit (``timeout``), or the
+    call failed (``error``). ``retrieved``: ids of the episodic entries in the prompt, nearest
+    first (``learner.memory.entries``).
+    """
+
+    id: str
+    question: str
+    strategy: str
+    answer: str | None
+    parse_failed: bool
+    timeout: bool
+    error: str | None
+    retrieved: list[str]
+    user: str | None = None
+    request_hash: str | None = None
+
+
+class Learner:
+    """Learn a classification task from critiques of the model's own answers.
+
+    ``options`` are fields of ``critique.pipeline.RunConfig`` (k, parts, seed, max_tokens,
+    temperature, reasoning_effort, api_base, concurrency, encoder, use_cache, cache_dir, ...).
+    Problems found before any call (unknown model, missing key, run directory locked or
+    holding another run) raise ``critique.cli.UserError`` with a one-line message.
+    """
+
+    def __init__(self, model: str, task: str | None = None, answer_space: list[str] | None = None,
+                 out: str | Path = "runs/learner", *, progress: bool = True, **options):
+        self.out = Path(out)
+        self.task = task
+        self.answer_space = list(answer_space) if answer_space is not None else None
+        self.config = RunConfig(dataset=str(self.out / DATA), model=model, strategies=[], **options)
+        if self.config.k < 1:
+            raise ValueError(f"k must be at least 1, not {self.config.k}")
+        self.progress = progress
+        self.probe: dict | None = None
+        self.ablation: dict | None = None
+        self.calls_made = 0  # LLM calls actually made by the last fit or predict
+        self._memory: EpisodicMemory | None = None
+        self._semantic: dict[str, dict] | None = None
+        self._encoder_kept = None
+
+    @classmethod
+    def load(cls, run_dir: str | Path, *, progress: bool = True, **options) -> "Learner":
+        """A learner over an existing run directory (``critique run`` or ``Learner.fit``).
+
+        Model, config and data come from its manifest; ``options`` may change what does not
+        identify the run (api_base, concurrency, cache_dir, use_cache, timeout, ...).
+        """
+        from critique.datasets.registry import resolve
+
+        run_dir = Path(run_dir)
+        if not logs.is_run_dir(run_dir):
+            raise FileNotFoundError(f"{run_dir}: not a run directory (no {logs.MANIFEST})")
+        manifest = json.loads((run_dir / logs.MANIFEST).read_text(encoding="utf-8"))
+        known = {f.name for f in fields(RunConfig)}
+        config = replace(RunConfig(**{k: v for k, v in manifest["config"].items() if k in known}), **options)
+        local = run_dir / DATA  # a learner's run directory, possibly moved since it was fitted
+        if (local / CARD).exists() and dataset_checksum(local) == manifest["dataset"]["checksum"]:
+            config = replace(config, dataset=str(local))
+        card = resolve(config.dataset, config.data_dir).card
+        learner = cls(config.model, card.task, card.answer_space, run_dir, progress=progress)
+        learner.config = config
+        learner.probe, learner.ablation = manifest.get("probe"), manifest.get("ablation")
+        return learner
+
+    # ---- memory ---------------------------------------------------------------------
+    @property
+    def memory(self) -> EpisodicMemory | None:
+        """The episodic memory: ``.entries`` are dicts with id, item_id, question, initial_answer,
+        gold, critique, model, run_id, request_hash. None before anything is fitted."""
+        if self._memory is None and (self.out / logs.MEMORY / ENTRIES).exists():
+            self._memory = self._load_memory(self.out / logs.MEMORY)
+        return self._memory
+
+    @property
+    def semantic(self) -> dict[str, dict]:
+        """Per pool (``all``, or one user): the advice, the ids of the entries it came from, model..."""
+        if self._semantic is None:
+            self._semantic = semantic_store.load(self.out / logs.MEMORY)
+        return self._semantic
+
+    @property
+    def advice(self) -> str | None:
+        """The semantic memory of the pool ``all`` (single-pool data)."""
+        return (self.semantic.get("all") or {}).get("advice")
+
+    def _load_memory(self, folder: Path) -> EpisodicMemory:
+        """The fitted entries with the vectors of their FAISS indexes (re-encoded if an index is missing)."""
+        import faiss
+        import numpy as np
+
+        entries = logs.read_jsonl(folder / ENTRIES)
+        pools: dict[str, list[int]] = {}
+        for row, entry in enumerate(entries):
+            pools.setdefault(pool_of(entry.get("user")), []).append(row)
+        vectors = None
+        for pool, rows in pools.items():
+            path = folder / f"episodic-{pool}.faiss"
+            index = faiss.read_index(str(path)) if path.exists() else None
+            if index is None or index.ntotal != len(rows):
+                return EpisodicMemory.build(entries, self._encoder())
+            found = index.reconstruct_n(0, index.ntotal)
+            if vectors is None:
+                vectors = np.zeros((len(entries), found.shape[1]), dtype=np.float32)
+            vectors[rows] = found
+        return EpisodicMemory(entries, vectors if vectors is not None else np.zeros((0, 1), np.float32))
+
+    def _encoder(self):
+        from critique.llm import cache_dir
+        from critique.memory.embed import Encoder
+
+        return Encoder(self.config.encoder, cache_dir(self.config.cache_dir))
+
+    # ---- fit ------------------------------------------------------------------------
+    def fit(self, data) -> "Learner":
+        """Run the train stage on ``data``: (question, label) or (id, question, label) tuples,
+        ``Item``s, dicts with question/answer (and id), or a dataset folder or name (its train
+        split). Resumes like ``critique run``: the same data again makes no call.
+        A run directory holding a run on other data is refused before anything is written."""
+        items, card = self._train_data(data)
+        self._write_data(items, card)
+        self.config = replace(self.config, dataset=str(self.out / DATA))
+        run = self._open()
+        complete = False
+        try:
+            _run_sync(run.train_stage())
+            complete = True
+        finally:
+            run.close(complete)
+            run.llm.close()
+            self.calls_made = run.llm.calls_made
+        self._memory, self._semantic = run.memory, dict(sorted(run.semantic.items()))
+        return self
+
+    def _train_data(self, data) -> tuple[list[Item], DatasetCard]:
+        kind, users, source = "single", [], "items given to critique.Learner.fit"
+        if isinstance(data, (str, Path)):
+            from critique.datasets.registry import resolve
+
+            dataset = resolve(str(data), self.config.data_dir)
+            self.task = self.task or dataset.card.task
+            self.answer_space = self.answer_space or list(dataset.card.answer_space)
+            items, kind, source = dataset.train, dataset.card.kind, f"train split of {dataset.name} ({dataset.path})"
+        else:
+            items = [_item(i, x) for i, x in enumerate(data)]
+        if not items:
+            raise ValueError("fit needs at least one labeled item")
+        if not self.task or not self.answer_space:
+            raise ValueError("task and answer_space are needed (Learner(model, task=..., answer_space=[...]))")
+        old = self._manifest()
+        name = old["dataset"]["name"] if old else (self.out.resolve().name or "learner")
+        card = DatasetCard(name=name, task=self.task, answer_space=list(self.answer_space), kind=kind, users=users,
+                           source=source, build_command="critique.Learner.fit",
+                           description="train items of a Learner; the test split is empty (questions come to "
+                                       "predict, without labels)")
+        return items, card
+
+    def _write_data(self, items: list[Item], card: DatasetCard) -> None:
+        """Write ``<out>/data`` unless it already holds these items; refuse other data in a used run."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".fit-", dir=self.out) as tmp:
+            checksum = write_dataset(Path(tmp) / DATA, replace(card), items, []).checksum
+        old = self._manifest()
+        if old is not None and old["dataset"]["checksum"] != checksum:
+            raise ValueError(f"{self.out} holds a run on other data (dataset checksum differs); "
+                             f"use another out folder")
+        target = self.out / DATA
+        if not ((target / CARD).exists() and dataset_checksum(target) == checksum):
+            write_dataset(target, card, items, [])
+
+    # ---- predict --------------------------------------------------------------------
+    def predict(self, questions, strategy: str = "EP+SEM_CRIT", user: str | None = None) -> list[Prediction]:
+        """Answer each question (a string, or an ``Item`` whose label is ignored) with ``strategy``.
+
+        There is no gold label here, so an unparseable reply is not replaced by a random wrong
+        option as in the test stage: it gives ``answer=None, parse_failed=True``. A reply cut
+        by the token limit or a failed call also gives ``answer=None`` (``timeout``, ``error``).
+        ``user``: the memory pool of preference data (a string question has no user otherwise).
+        Answers already logged for the same prompt are returned without a call.
+        """
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+        items = [_question(q, user) for q in ([questions] if isinstance(questions, str) else questions)]
+        if not items:
+            return []
+        if self._manifest() is None or self.memory is None:
+            raise RuntimeError(f"nothing is fitted in {self.out}: call fit() first, or Learner.load(run_dir)")
+        old_status = self._manifest().get("status")
+        run = self._open()
+        if self.task is not None and (run.task != self.task or list(run.space) != list(self.answer_space or [])):
+            run.close(old_status == "complete")
+            run.llm.close()
+            raise ValueError(f"{self.out} was fitted for another task or answer space; use another out folder")
+        run.memory, run.semantic = self.memory, self.semantic
+        unique = list({(i.user, i.id): i for i in items}.values())
+        done: dict[tuple, dict] = {}
+
+        async def go() -> None:
+            vectors = run.encoder.encode([i.question for i in unique])
+
+            async def one(pair) -> None:
+                item, vector = pair
+                done[(item.user, item.id)] = await _predict_one(run, strategy, item, vector)
+
+            await run.each(list(zip(unique, vectors)), one, f"predict ({strategy})")
+
+        try:
+            _run_sync(go())
+        finally:
+            run.close(old_status == "complete")
+            run.llm.close()
+            self.calls_made = run.llm.calls_made
+        return [_prediction(done[(i.user, i.id)], i) for i in items]
+
+    # ---- run directory --------------------------------------------------------------
+    def _manifest(self) -> dict | None:
+        path = self.out / logs.MANIFEST
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+    def _open(self):
+        from critique.run_cli import prepare
+
+        run = prepare(self.config, self.out, probe=self.probe, ablation=self.ablation, progress=self.progress)
+        if getattr(self._encoder_kept, "name", None) == run.encoder.name:
+            run.encoder = self._encoder_kept  # its model is loaded once, not at every predict
+        self._encoder_kept = run.encoder
+        return run
+
+
+async def _predict_one(run, name: str, item: Item, vector) -> dict:
+    """One question with one strategy; the logged record is reused when the prompt is the same."""
+    strategy = STRATEGIES[name]
+    examples = run.memory.retrieve(vector, item.user, run.config.k) if strategy.episodic else []
+    advice = None
+    if strategy.semantic:
+        advice = (run.semantic.get(pool_of(item.user)) or {}).get("advice")
+        if not advice:
+            outcome = {"answer": None, "gold": None, "correct": None, "parse_failed": False, "timeout": False,
+                       "error": "no semantic memory for this pool (the summary call failed, or an unknown user)"}
+            return run.record_prediction(STAGE, name, item, None, outcome, [])
+    prompt = agents.performance_prompt(strategy.template, run.task, item, run.space, examples, advice, run.config.parts)
+    result = await run.call(STAGE, name, item.id, item.user, prompt, run.dataset.card.response_schema, "answer")
+    old = run.predictions.get(pkey(STAGE, name, item.user, item.id))
+    if old is not None and old["request_hash"] == result.request_hash:
+        return old
+    answer = parsing.extract_answer(result.text, run.space) if result.error is None else None
+    outcome = {"answer": None if result.timeout else answer, "gold": None, "correct": None,
+               "parse_failed": result.error is None and answer is None, "timeout": result.timeout,
+               "error": result.error}
+    return run.record_prediction(STAGE, name, item, result, outcome, [e["id"] for e in examples])
+
+
+def _prediction(record: dict, item: Item) -> Prediction:
+    return Prediction(id=item.id, question=item.question, strategy=record["strategy"], answer=record["answer"],
+                      parse_failed=record["parse_failed"], timeout=record["timeout"], error=record.get("error"),
+                      retrieved=list(record["retrieved"]), user=item.user, request_hash=record.get("request_hash"))
+
+
+def _item(position: int, x) -> Item:
+    if isinstance(x, Item):
+        return x
+    if isinstance(x, Mapping):
+        return Item(str(x.get("id", position)), str(x["question"]), str(x["answer"]), x.get("user"),
+                    dict(x.get("meta") or {}))
+    if isinstance(x, (tuple, list)) and len(x) in (2, 3):
+        *ident, question, answer = x
+        return Item(str(ident[0]) if ident else str(position), str(question), str(answer))
+    raise TypeError(f"fit item {position}: expected (question, label), (id, question, label), an Item or a dict, "
+                    f"not {x!r:.80}")
+
+
+def _question(q, user: str | None) -> Item:
+    """An unlabeled question; a string's id is a hash of its text (so a repeat is recognised)."""
+    if isinstance(q, Item):
+        return Item(q.id, q.question, "", q.user if q.user is not None else user, q.meta)
+    text = str(q)
+    if not text.strip():
+        raise ValueError("empty question")
+    return Item("q-" + hashlib.sha256(text.encode()).hexdigest()[:16], text, "", user)
+
+
+def _run_sync(coro):
+    """asyncio.run, or in a worker thread where a loop already runs (a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -1,0 +1,147 @@
+"""critique.Learner: fit on labeled items, predict on unlabeled questions (fake provider, real encoder)."""
+
+import json
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from critique import logs
+
+TASK = "Is the statement true?"
+SPACE = ["yes", "no"]
+TRAIN = [("Water boils at 100 C at sea level.", "yes"), ("The sun orbits the earth.", "no"),
+         ("Whales are mammals.", "yes"), ("Spiders have six legs.", "no"),
+         ("Gold is a metal.", "yes"), ("Ice is heavier than liquid water.", "no")]
+NEW = ["Dolphins are fish.", "Iron rusts in wet air.", "Bats are birds."]
+ALL = ["zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"]
+
+
+def learner(out, **options):
+    from critique import Learner
+
+    return Learner("fake/model", task=TASK, answer_space=SPACE, out=out, progress=False, k=3, **options)
+
+
+def sizes(out):
+    return {p.name: p.stat().st_size for p in out.iterdir() if p.suffix == ".jsonl"}
+
+
+def test_import_critique_stays_light():
+    code = ("import sys, critique; assert 'litellm' not in sys.modules; "
+            "from critique import Learner, Prediction; assert 'litellm' not in sys.modules; print('ok')")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "ok"
+
+
+def test_fit_runs_the_train_stage_and_a_refit_makes_no_call(home, fake_llm):
+    out = home / "run"
+    lr = learner(out).fit(TRAIN)
+    data = logs.read_run(out)
+    assert Counter(c["stage"] for c in data["calls"]) == {"train_predict": 6, "critique": 6, "summary": 1}
+    assert len(fake_llm.CALLS) == 13 and lr.calls_made == 13
+    assert len(logs.read_jsonl(out / "data" / "train.jsonl")) == 6 and (out / "data" / "test.jsonl").read_text() == ""
+    manifest = data["manifest"]
+    assert manifest["status"] == "complete" and manifest["dataset"]["n_train"] == 6
+    assert manifest["dataset"]["n_test"] == 0 and manifest["dataset"]["name"] == "run"
+    entries = lr.memory.entries
+    assert [(e["question"], e["gold"]) for e in entries] == TRAIN
+    assert all(e["initial_answer"] in SPACE and e["critique"]["correct_answer"] for e in entries)
+    assert lr.semantic["all"]["source_ids"] == [e["id"] for e in entries] and lr.advice.startswith("- ")
+
+    fake_llm.CALLS.clear()
+    before = sizes(out)
+    assert learner(out).fit(TRAIN).calls_made == 0  # a new learner on the same folder resumes too
+    assert fake_llm.CALLS == [] and sizes(out) == before
+
+    with pytest.raises(ValueError, match="other data"):
+        learner(out).fit(TRAIN[:5])
+    assert len(logs.read_jsonl(out / "data" / "train.jsonl")) == 6 and fake_llm.CALLS == []
+
+
+def test_predict_with_each_strategy_logs_unlabeled_predictions(home, fake_llm):
+    out = home / "run"
+    lr = learner(out).fit(TRAIN)
+    ids = {e["id"] for e in lr.memory.entries}
+    fake_llm.CALLS.clear()
+    answers = {s: lr.predict(NEW, strategy=s) for s in ALL}
+    assert len(fake_llm.CALLS) == 15
+    for strategy, preds in answers.items():
+        assert [p.question for p in preds] == NEW and all(p.strategy == strategy for p in preds)
+        assert all(p.answer in SPACE and not p.parse_failed and p.error is None for p in preds)
+        episodic = strategy in ("EP_LABEL", "EP_CRIT", "EP+SEM_CRIT")
+        assert all((len(p.retrieved) == 3 and set(p.retrieved) <= ids) if episodic else p.retrieved == []
+                   for p in preds)
+    data = logs.read_run(out)
+    logged = [p for p in data["predictions"] if p["stage"] == "predict"]
+    assert len(logged) == 15 and all(p["gold"] is None and p["correct"] is None for p in logged)
+    calls = [c for c in data["calls"] if c["stage"] == "predict"]
+    assert Counter(c["strategy"] for c in calls) == {s: 3 for s in ALL}
+    ep_sem = [c for c in calls if c["strategy"] == "EP+SEM_CRIT"][0]["messages"][0]["content"]
+    assert lr.advice in ep_sem and "Dolphins are fish." in ep_sem
+    assert data["manifest"]["status"] == "complete" and data["manifest"]["config"]["strategies"] == []
+
+    fake_llm.CALLS.clear()
+    before = sizes(out)
+    again = learner(out)  # memory read back from memory/ (FAISS vectors): the very same prompts
+    assert again.predict(NEW + NEW[:1], strategy="EP+SEM_CRIT") == answers["EP+SEM_CRIT"] + answers["EP+SEM_CRIT"][:1]
+    assert fake_llm.CALLS == [] and again.calls_made == 0 and sizes(out) == before
+
+
+def test_unparseable_reply_gives_no_answer(home, fake_llm, monkeypatch):
+    out = home / "run"
+    lr = learner(out).fit(TRAIN)
+    reply = fake_llm._reply
+    monkeypatch.setattr(fake_llm, "_reply", lambda messages, schema: "I cannot say."
+                        if "MUMBLE" in messages[-1]["content"] else reply(messages, schema))
+    pred, fine = lr.predict(["MUMBLE: is this true?", NEW[0]], strategy="EP_CRIT")
+    assert pred.answer is None and pred.parse_failed and pred.error is None and len(pred.retrieved) == 3
+    assert fine.answer in SPACE and not fine.parse_failed
+    record = [p for p in logs.read_jsonl(out / "predictions.jsonl") if p["item_id"] == pred.id][-1]
+    assert record["answer"] is None and record["parse_failed"] and record["correct"] is None
+
+
+def test_predict_before_fit_and_bad_strategy_are_refused(home, fake_llm):
+    with pytest.raises(RuntimeError, match="fit"):
+        learner(home / "empty").predict(NEW)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        learner(home / "empty").predict(NEW, strategy="MAGIC")
+    assert fake_llm.CALLS == []
+
+
+def test_load_a_critique_run_directory_and_predict(home, fake_llm, capsys):
+    from critique import Learner
+    from critique.cli import main
+
+    out = home / "demo"
+    argv = ["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "6", "--k", "3", "--out", str(out),
+            "--quiet"]
+    assert main(argv) == 0
+    ids = {e["id"] for e in logs.read_jsonl(out / "memory" / "episodic.jsonl")}
+    fake_llm.CALLS.clear()
+    lr = Learner.load(out, progress=False)
+    assert lr.config.model == "fake/model" and lr.config.k == 3 and lr.answer_space == ["1", "2", "3", "4"]
+    assert {e["id"] for e in lr.memory.entries} == ids
+    question = logs.read_jsonl(out / "memory" / "episodic.jsonl")[0]["question"] + " (asked again)"
+    for strategy in ("EP+SEM_CRIT", "EP_LABEL", "zero_shot"):
+        (pred,) = lr.predict([question], strategy=strategy)
+        assert pred.answer in lr.answer_space and set(pred.retrieved) <= ids
+        assert len(pred.retrieved) == (0 if strategy == "zero_shot" else 3)
+    assert len(fake_llm.CALLS) == 3
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["config"]["strategies"] == ALL
+
+    fake_llm.CALLS.clear()
+    capsys.readouterr()
+    assert main(argv) == 0  # `critique run` still resumes with zero calls and its table is unchanged
+    assert fake_llm.CALLS == [] and "| EP+SEM_CRIT |" in capsys.readouterr().out
+
+
+def test_fit_on_a_dataset_name_takes_its_train_split(home, fake_llm):
+    from critique import Learner
+
+    lr = Learner("fake/model", out=home / "mcr", progress=False, limit=4).fit("mcr-gen")
+    assert lr.answer_space == ["1", "2", "3", "4"] and len(lr.memory.entries) == 4
+    card = json.loads((home / "mcr" / "data" / "dataset.json").read_text())
+    assert card["task"] == lr.task and "mcr-gen" in card["source"]
+    assert len(fake_llm.CALLS) == 4 + 4 + 1

@@ -4,28 +4,29 @@ Each call is ``litellm.acompletion`` (or, when ``critique.study`` sets ``LLM._ro
 litellm ``Router`` over several endpoints), one attempt at a time: this module retries
 what a retry can cure (rate limits, 5xx, timeouts, dropped connections, malformed
 bodies), waiting as the provider's Retry-After says or with exponential backoff, and
-records how many retries a call took. Every attempt has a deadline (``timeout``), so a
-hung connection ends in a retried timeout. A call that still fails comes back with
-``error`` set; it never raises. Responses are cached on disk by the hash of everything
+records how many retries a call took. A call waiting for its retry keeps its slot, so a
+rate-limited provider sees fewer calls in flight. Every attempt has a deadline
+(``timeout``), so a hung connection ends in a retried timeout. A call that still fails
+comes back with ``error`` set; it never raises. Responses are cached on disk by the hash of everything
 that determines them (model, messages, decoding parameters, schema), shared across runs.
 
-Why not the Router's own retries: for one endpoint the Router adds about 4 ms of CPU per
-call (a third of the client's cost; see bench/THROUGHPUT.md) and buys nothing, and its
-backoff waits at least half a second plus jitter, and reads Retry-After in whole seconds.
+Why not the Router's own retries: for one endpoint the Router buys nothing and costs 2 ms
+of CPU per call at 8 calls in flight, 4 to 8 ms at 32 (up to half the client's CPU; see
+bench/THROUGHPUT.md); its backoff also waits at least half a second plus jitter, and it
+reads Retry-After in whole seconds only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import hashlib
 import json
-import email.utils
 import os
 import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-
 
 
 @dataclass

@@ -1,0 +1,48 @@
+"""One writer per run directory; and the API key goes nowhere."""
+
+from __future__ import annotations
+
+import time
+
+from critique import logs
+from faults.conftest import LIMIT, SECRET
+from faults.harness import duplicates, lines, pkey
+
+TOTAL_CALLS = 7 * LIMIT + 1
+
+
+def test_a_second_process_on_the_same_run_directory_is_refused_and_writes_nothing(runs, server, tmp_path):
+    server.latency = 0.15  # the first run takes seconds: the second starts and ends within them
+    out = tmp_path / "run"
+    first, first_logs = runs.start(out)
+    deadline = time.monotonic() + 120
+    while lines(out / logs.CALLS) < 3 and time.monotonic() < deadline:  # it holds the lock and is writing
+        time.sleep(0.01)
+    rc, stdout, stderr = runs.run(out)
+    assert runs.world.launcher.poll(first) is None, "the first run ended before the second one tried"
+    assert rc == 2
+    assert stderr.strip().startswith("critique: error:") and "being written by another process" in stderr
+    assert len(stderr.strip().splitlines()) == 1 and stdout == ""
+    assert runs.world.launcher.wait(first) == 0
+    calls, predictions = logs.read_jsonl(out / logs.CALLS), logs.read_jsonl(out / logs.PREDICTIONS)
+    assert len(calls) == TOTAL_CALLS == len(server.log)  # the refused process made no call
+    assert not duplicates(calls, lambda c: c["request_hash"]) and not duplicates(predictions, pkey)
+    assert len(predictions) == 6 * LIMIT and {c["run_id"] for c in calls} == {p["run_id"] for p in predictions}
+
+
+def test_the_api_key_reaches_no_file_of_the_run_and_no_output(runs, server, tmp_path):
+    # 401 echoes the key it was sent in its error message, as some providers do
+    server.faults, server.fault_rate, server.seed = ("401", "500", "malformed", "429"), 0.3, 5
+    out, cache = tmp_path / "run", runs.cache("cache")
+    rc, stdout, stderr = runs.run(out, "--retries", "1", cache=cache)
+    assert rc == 0, stderr
+    assert server.auth == {f"Bearer {SECRET}"}  # the key was really used
+    errors = [c["error"] for c in logs.read_jsonl(out / logs.CALLS) if c["error"]]
+    assert any("Incorrect API key provided: Bearer [REDACTED]" in e for e in errors), errors
+    secret = SECRET.encode()
+    files = [p for p in list(out.rglob("*")) + list(cache.rglob("*")) if p.is_file()]
+    assert len(files) > 5
+    for path in files:
+        assert secret not in path.read_bytes(), path
+    assert SECRET not in stdout and SECRET not in stderr
+    assert SECRET[4:-4] not in stdout + stderr and all(SECRET[4:-4] not in e for e in errors)  # nor most of it

@@ -26,11 +26,11 @@ def _normalise(value: str, answer_space: list[str]) -> str | None:
     if text.lower() in lowered:
         return lowered[text.lower()]
     # "Option 2", "paper B", "answer: yes", "2. karate, ..."
-    words = re.findall(r"[A-Za-z0-9]+", text)
+    words = re.findall(r"[-+]?[A-Za-z0-9]+(?:\.[0-9]+)?", text)  # "-1" and "1.5" are not option 1
     hits = {lowered[w.lower()] for w in words[:3] if w.lower() in lowered}
     if len(hits) == 1 and words and len(words) <= 3:
         return hits.pop()
-    match = re.match(r"^\s*([A-Za-z0-9]+)\s*[.):]", text)
+    match = re.match(r"^\s*([A-Za-z0-9]+)\s*[.):](?!\d)", text)
     if match and match.group(1).lower() in lowered:
         return lowered[match.group(1).lower()]
     return None
@@ -40,11 +40,11 @@ def _json_object(text: str) -> dict | None:
     try:
         value = json.loads(text, strict=False)
     except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
-        match = re.search(r"\{.*\}", text or "", re.DOTALL)
-        if not match:
+        start, end = (text or "").find("{"), (text or "").rfind("}")  # the outermost braces, in linear time
+        if start < 0 or end < start:
             return None
         try:
-            value = json.loads(match.group(0), strict=False)
+            value = json.loads(text[start:end + 1], strict=False)
         except (json.JSONDecodeError, ValueError, RecursionError):
             return None
     return value if isinstance(value, dict) else None

@@ -23,7 +23,12 @@ def _environment(folder: str) -> jinja2.Environment:
 
 def template_hash(name: str, folder: Path | None = None) -> str:
     """sha256 of the template and of the shared partials (``_*.j2``) it may import."""
-    folder = folder or prompts_dir()
+    return _hash(name, str(folder or prompts_dir()))
+
+
+@functools.lru_cache(maxsize=None)  # templates do not change while a process runs
+def _hash(name: str, folder_name: str) -> str:
+    folder = Path(folder_name)
     digest = hashlib.sha256()
     for path in [folder / name] + sorted(folder.glob("_*.j2")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 
-.PHONY: setup demo test test-all reproduce bench clean
+.PHONY: setup demo test reproduce bench bench-throughput clean
 
 $(BIN)/critique: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,8 +25,11 @@ test: setup  ## README command 2: the test suite
 reproduce: setup  ## every table from the logs shipped in logs/
 	$(BIN)/critique tables logs/
 
-bench: setup
+bench: setup  ## critique tables on a study-scale synthetic log set
 	$(BIN)/python bench/bench_tables.py
+
+bench-throughput: setup  ## test-stage throughput against a local server
+	$(BIN)/python bench/bench_throughput.py --repeat 3
 
 clean:
 	rm -rf runs build *.egg-info

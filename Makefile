@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
+# llama-cpp-python compiles llama.cpp from source; the multimodal library is not needed here
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 
 .PHONY: setup demo test reproduce bench bench-throughput clean
 

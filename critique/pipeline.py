@@ -147,13 +147,9 @@ class Run:
         """``fresh``: always ask the model (a repeated request of the consistency probe)."""
         key = self.llm.request_hash(self.llm.request(prompt.messages, schema, name))
         if key in self.logged and not fresh:
-            r = self.logged[key]
-            return LLMResult(r["response"], r["prompt_tokens"], r["completion_tokens"], r["reasoning_tokens"],
-                             r["finish_reason"], r["latency_s"], r["cached"], r["retries"], None, key)
+            return _logged_result(self.logged[key])
         if key in self.reuse and not fresh:  # the same request, answered in a matching run: logged as cached
-            r = self.reuse[key]
-            result = LLMResult(r["response"], r["prompt_tokens"], r["completion_tokens"], r["reasoning_tokens"],
-                               r["finish_reason"], 0.0, True, 0, None, key)
+            result = _logged_result(self.reuse[key], latency_s=0.0, cached=True, retries=0)
         else:
             result = await self.llm.complete(prompt.messages, schema, name)
         record = {"run_id": self.run_id, "stage": stage, "strategy": strategy, "item_id": item_id, "user": user,
@@ -286,6 +282,13 @@ class Run:
     async def execute(self) -> None:
         await self.train_stage()
         await self.test_stage()
+
+
+def _logged_result(r: dict, **changes) -> LLMResult:
+    """The result of a call as its record in ``calls.jsonl`` has it."""
+    fields = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "finish_reason", "latency_s", "cached",
+              "retries", "request_hash")
+    return LLMResult(r["response"], **{**{f: r[f] for f in fields}, **changes})
 
 
 def _now() -> str:

@@ -136,6 +136,15 @@ def _unknown(path: Path, where: str, key: str, known) -> Exception:
     return _error(f"{path}: unknown field {where}{key!r} (known: {', '.join(sorted(known))})")
 
 
+def _check_table(path: Path, where: str, entry, fields) -> None:
+    """``entry`` is a TOML table whose keys are all in ``fields``."""
+    if not isinstance(entry, dict):
+        raise _error(f"{path}: {where} must be a table")
+    for key in entry:
+        if key not in fields:
+            raise _unknown(path, f"{where}: ", key, fields)
+
+
 def _typed(path: Path, where: str, value, kind):
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
@@ -206,11 +215,7 @@ def load(path: str | Path) -> Study:
     models = []
     for number, entry in enumerate(raw_models, start=1):
         where = f"[[models]] #{number}"
-        if not isinstance(entry, dict):
-            raise _error(f"{path}: {where} must be a table")
-        for key in entry:
-            if key not in MODEL_FIELDS:
-                raise _unknown(path, f"{where}: ", key, MODEL_FIELDS)
+        _check_table(path, where, entry, MODEL_FIELDS)
         if "name" not in entry:
             raise _error(f"{path}: {where} has no name (a litellm model string)")
         values = {k: _typed(path, f"{where}.{k}", v, MODEL_FIELDS[k]) for k, v in entry.items()}
@@ -237,11 +242,7 @@ def load(path: str | Path) -> Study:
     by_name = {m.name: m for m in models}
     for number, entry in enumerate(router.get("model_list") or [], start=1):
         where = f"[[router.model_list]] #{number}"
-        if not isinstance(entry, dict):
-            raise _error(f"{path}: {where} must be a table")
-        for key in entry:
-            if key not in DEPLOYMENT_FIELDS:
-                raise _unknown(path, f"{where}: ", key, DEPLOYMENT_FIELDS)
+        _check_table(path, where, entry, DEPLOYMENT_FIELDS)
         params = entry.get("litellm_params")
         if not isinstance(params, dict) or not isinstance(params.get("model"), str) \
                 or not isinstance(params.get("api_base"), str):

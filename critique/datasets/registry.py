@@ -44,22 +44,22 @@ for _name, _task, _space, _build in [
     register(DatasetSpec(_name, _task, tuple(_space), _build, generated=False, raw_subdir=_name))
 
 
-def data_dir(explicit: str | Path | None = None) -> Path:
-    """Where built splits live: --data-dir, $CRITIQUE_DATA_DIR, or ~/.cache/critique/datasets."""
+def _folder(explicit: str | Path | None, variable: str, default: str) -> Path:
     if explicit:
         return Path(explicit)
-    if os.environ.get("CRITIQUE_DATA_DIR"):
-        return Path(os.environ["CRITIQUE_DATA_DIR"])
-    return Path.home() / ".cache" / "critique" / "datasets"
+    if os.environ.get(variable):
+        return Path(os.environ[variable])
+    return Path.home() / ".cache" / "critique" / default
+
+
+def data_dir(explicit: str | Path | None = None) -> Path:
+    """Where built splits live: --data-dir, $CRITIQUE_DATA_DIR, or ~/.cache/critique/datasets."""
+    return _folder(explicit, "CRITIQUE_DATA_DIR", "datasets")
 
 
 def raw_dir(explicit: str | Path | None = None) -> Path:
     """Where raw upstream files are: --to/--raw, $CRITIQUE_RAW_DIR, or ~/.cache/critique/raw."""
-    if explicit:
-        return Path(explicit)
-    if os.environ.get("CRITIQUE_RAW_DIR"):
-        return Path(os.environ["CRITIQUE_RAW_DIR"])
-    return Path.home() / ".cache" / "critique" / "raw"
+    return _folder(explicit, "CRITIQUE_RAW_DIR", "raw")
 
 
 def resolve(name_or_path: str, data: str | Path | None = None) -> Dataset:

@@ -4,16 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
-# llama-cpp-python compiles llama.cpp from source; the multimodal library is not needed here
-export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 
 .PHONY: setup demo test reproduce bench bench-throughput clean
 
-$(BIN)/critique: pyproject.toml
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test]'
+$(BIN)/critique: pyproject.toml setup/venv.sh setup/llama-cpp-python.cmake
+	PY=$(PY) VENV=$(VENV) setup/venv.sh
 	touch $(BIN)/critique
 
 setup: $(BIN)/critique

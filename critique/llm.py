@@ -112,8 +112,10 @@ class LLM:
 
         litellm.drop_params = True  # a provider without json_schema support still gets the call
         litellm.suppress_debug_info = True
+        self.local = None
         if config.model.startswith(f"{local_llm.PROVIDER}/"):
             local_llm.register()
+            self.local = local_llm.settings(config.model.split("/", 1)[1])
         self.config = config
         self._router = None  # critique.study sets a litellm Router here to spread calls over endpoints
         self._cache = diskcache.Cache(str(cache_dir(config.cache_dir) / "responses")) if config.use_cache else None
@@ -125,9 +127,12 @@ class LLM:
     def request(self, messages: list[dict], schema: dict, schema_name: str) -> dict:
         """Everything that determines the response."""
         c = self.config
-        return {"model": c.model, "messages": messages, "temperature": c.temperature, "max_tokens": c.max_tokens,
-                "reasoning_effort": c.reasoning_effort, "seed": c.seed,
-                "response_format": response_format(schema, schema_name)}
+        request = {"model": c.model, "messages": messages, "temperature": c.temperature, "max_tokens": c.max_tokens,
+                   "reasoning_effort": c.reasoning_effort, "seed": c.seed,
+                   "response_format": response_format(schema, schema_name)}
+        if self.local is not None:
+            request["local"] = self.local  # the embedded model's own settings decide the reply too
+        return request
 
     @staticmethod
     def request_hash(request: dict) -> str:
@@ -152,7 +157,7 @@ class LLM:
 
     async def _call(self, request: dict) -> LLMResult:
         """Attempts until one succeeds, the error is not worth a retry, or the retries are spent."""
-        params = {k: v for k, v in request.items() if v is not None and k != "model"}
+        params = {k: v for k, v in request.items() if v is not None and k not in ("model", "local")}
         started = time.monotonic()
         self.calls_made += 1
         retries = 0

@@ -139,6 +139,7 @@ class Run:
                         "answer_space": self.space, "users": d.card.users,
                         "n_train": len(d.train), "n_test": len(d.test)},
             "templates": prompts.all_hashes(), "versions": _versions(),
+            "local_model": self.llm.local,  # the embedded model's weights and bounds; None for other models
         }
 
     # ---- logged calls ---------------------------------------------------------------

@@ -24,3 +24,57 @@ def test_embedded_model_runs_the_whole_pipeline(home, capsys):
     assert "| EP+SEM_CRIT |" in capsys.readouterr().out
     assert main(argv) == 0  # rerun: all from the logs
     assert "0 LLM calls made" in capsys.readouterr().out
+    local = data["manifest"]["local_model"]
+    assert local["weights"] == "f16" and local["file"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert list((home / "cache" / "models").glob("*.f16.gguf"))
+
+
+def test_f16_weights_are_written_once_and_hold_the_shipped_values(home, monkeypatch):
+    import numpy as np
+    from llama_cpp import Llama
+
+    from critique import local_llm
+
+    monkeypatch.setattr(local_llm, "WEIGHTS", "f16")
+    path = local_llm.weights_path("smollm2")
+    assert path.parent == home / "cache" / "models" and path.name.endswith(".f16.gguf")
+    written = path.stat().st_mtime_ns
+    assert local_llm.weights_path("smollm2") == path and path.stat().st_mtime_ns == written  # not written again
+    assert not list(path.parent.glob("*.partial"))
+
+    prompt = b"Task: pick the larger number. Question: 3 or 7?"
+    logits = []
+    for weights in ("gguf", "f16"):
+        monkeypatch.setattr(local_llm, "WEIGHTS", weights)
+        llm = Llama(model_path=str(local_llm.weights_path("smollm2")), n_ctx=256, logits_all=True, verbose=False)
+        try:
+            llm.eval(llm.tokenize(prompt))
+            logits.append(np.array(llm.scores[llm.n_tokens - 1]))
+        finally:
+            llm.close()
+    # the same weights at another precision: the same next token, logits close
+    assert logits[0].argmax() == logits[1].argmax()
+    assert np.corrcoef(logits[0], logits[1])[0, 1] > 0.99
+
+
+def test_local_settings_are_part_of_the_request(home, monkeypatch):
+    from critique import local_llm
+    from critique.llm import LLM, LLMConfig
+
+    requests = {}
+    for weights in ("f16", "gguf"):
+        monkeypatch.setattr(local_llm, "WEIGHTS", weights)
+        llm = LLM(LLMConfig(model="local/smollm2"))
+        request = llm.request([{"role": "user", "content": "hi"}], {"type": "object"}, "reply")
+        assert request["local"]["weights"] == weights and request["local"]["file"].endswith(".gguf")
+        requests[weights] = llm.request_hash(request)
+        llm.close()
+    assert requests["f16"] != requests["gguf"]  # the response cache never mixes the two
+
+
+def test_unknown_weight_type_is_refused(monkeypatch):
+    from critique import local_llm
+
+    monkeypatch.setattr(local_llm, "WEIGHTS", "q2")
+    with pytest.raises(ValueError, match="CRITIQUE_LOCAL_WEIGHTS"):
+        local_llm.weights_path("smollm2")

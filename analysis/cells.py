@@ -31,7 +31,7 @@ class Cells:
     accuracy: pd.DataFrame  # test stage of plain runs
     train: pd.DataFrame  # train_predict stage of plain runs
     per_user: pd.DataFrame  # preference datasets only
-    tokens: pd.DataFrame  # mean completion tokens (reasoning included) per test question
+    tokens: pd.DataFrame  # mean completion tokens (reasoning included) per answered test question
     costs: pd.DataFrame  # total completion tokens of the offline stages
     suggestibility: pd.DataFrame  # accuracy with a truthful / a lying critique in context
     ablations: pd.DataFrame  # test accuracy of ablation runs, by ablation name and value
@@ -88,30 +88,43 @@ def per_user_cells(predictions: pd.DataFrame) -> pd.DataFrame:
     return rates(test, ["model", "dataset", "strategy", "user"])[COLUMNS["per_user"]]
 
 
+def answered(frame: pd.DataFrame) -> pd.DataFrame:
+    """Records of plain runs whose call answered (no error): they carry the call's tokens."""
+    frame = plain(frame)
+    return frame[frame["error"].eq(0.0)]
+
+
 def reasoning_models(logs: Logs) -> set[str]:
     """Models whose calls report reasoning tokens, or whose runs declare them reasoning models."""
-    reported = set(logs.calls.loc[logs.calls["reasoning_tokens"].gt(0), "model"])
+    reported = set()
+    for frame in (logs.predictions, logs.calls):
+        reported |= set(frame.loc[frame["reasoning_tokens"].gt(0), "model"])
     declared = set(logs.runs.loc[logs.runs["reasoning_declared"].eq(True), "model"])
     return reported | declared
 
 
 def token_cells(logs: Logs) -> pd.DataFrame:
-    calls = plain(logs.calls)
-    calls = calls[calls["stage"].eq(vocab.TEST) & calls["strategy"].notna()]
-    calls = calls.assign(tokens=calls["completion_tokens"])
-    out = calls.groupby(["model", "dataset", "strategy"], observed=True, sort=True)["tokens"].mean().reset_index()
+    test = answered(logs.predictions)
+    test = test[test["stage"].eq(vocab.TEST) & test["strategy"].notna()]
+    test = test.assign(tokens=test["completion_tokens"])
+    out = test.groupby(["model", "dataset", "strategy"], observed=True, sort=True)["tokens"].mean().reset_index()
     out = plain_keys(out, ["model", "dataset", "strategy"])
     out = out.rename(columns={"tokens": "tokens_per_question"}).dropna(subset=["tokens_per_question"])
     out["reasoning"] = out["model"].isin(reasoning_models(logs))
     return out[COLUMNS["tokens"]]
 
 
-def cost_cells(calls: pd.DataFrame) -> pd.DataFrame:
-    offline = plain(calls)
+def cost_cells(logs: Logs) -> pd.DataFrame:
+    """Completion tokens of the offline stages: initial answers (from their predictions), critiques and
+    the summary (from their calls)."""
+    columns = ["model", "dataset", "stage", "completion_tokens"]
+    train = answered(logs.predictions)
+    offline = pd.concat([train.loc[train["stage"].eq(vocab.TRAIN), columns].astype(object),
+                         answered(logs.calls).loc[:, columns].astype(object)], ignore_index=True)
     offline = offline[offline["stage"].isin(list(COST_STAGES))]
     if offline.empty:
         return empty("costs")
-    offline = offline.assign(tokens=offline["completion_tokens"])
+    offline = offline.assign(tokens=offline["completion_tokens"].astype(float))
     sums = offline.groupby(["model", "dataset", "stage"], observed=True, sort=True)["tokens"].sum(min_count=1)
     sums = plain_keys(sums.reset_index(), ["model", "dataset", "stage"])
     out = sums.pivot(index=["model", "dataset"], columns="stage", values="tokens").rename(columns=COST_STAGES)
@@ -157,7 +170,7 @@ def from_logs(logs: Logs) -> Cells:
         train=train_cells(predictions),
         per_user=per_user_cells(predictions),
         tokens=token_cells(logs),
-        costs=cost_cells(logs.calls),
+        costs=cost_cells(logs),
         suggestibility=suggestibility_cells(predictions),
         ablations=ablation_cells(predictions),
         source="logs",

@@ -1,7 +1,8 @@
 """`critique tables` and `critique report`: the study's tables from logs or per-cell CSVs.
 
 Importing this module is cheap (argparse only): `critique` imports it for every command,
-and pandas, scipy and matplotlib are loaded only when a table is asked for.
+and pandas, scipy and matplotlib are loaded only when a table is asked for (scipy.stats in a
+helper process, see analysis.stats).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def _logs_heading(logs) -> str:
     points = runs[runs["probe"].isna() & runs["ablation"].isna()][["model", "dataset"]].drop_duplicates()
     return (f"From {len(runs)} run director{'y' if len(runs) == 1 else 'ies'}: {runs['model'].nunique()} models, "
             f"{runs['dataset'].nunique()} datasets, {len(points)} (model, dataset) points with plain runs; "
-            f"{len(logs.calls):,} calls, {len(logs.predictions):,} predictions.")
+            f"{len(logs.predictions):,} predictions, {len(logs.calls):,} critique and summary calls.")
 
 
 def analyse(args) -> Analysis:
@@ -81,8 +82,11 @@ def analyse(args) -> Analysis:
     if not args.runs and not any(csvs.values()):
         raise _user_error("nothing to analyse: give run directories and/or --results/--suggestibility/--costs "
                           "CSV files (see `critique tables -h`)")
+    from analysis import stats
+
+    stats.start_helper()  # scipy.stats loads in a helper process while this one reads and counts
     pending = None
-    if args.runs:  # start reading the logs first: workers read while pandas and scipy load here
+    if args.runs:  # start reading the logs first: workers read while pandas loads here
         from analysis import read
 
         pending = read.start(args.runs, allow_mixed=args.allow_mixed, workers=args.workers)

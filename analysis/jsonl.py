@@ -118,10 +118,58 @@ def _plain(data: bytes, first_line: int, fields: tuple[str, ...], path: Path,
     return rows
 
 
+Where = tuple[str, frozenset]  # (field, the values of it that select a record)
+
+
+def _selected(data: bytes, end: int, where: Where) -> bytes:
+    """The whole lines of data[:end] whose `where` field holds one of the chosen values.
+
+    Lines are found by the bytes `"field": "value"` (see the module docstring for why an
+    unescaped quote pair like that is a key and its value); the other lines are not read.
+    """
+    key, values = where
+    chosen = b"|".join(re.escape(json.dumps(v).encode("utf-8")) for v in sorted(values))
+    # a literal start, so the regex engine scans for it fast; the byte before it is checked below
+    pattern = re.compile(b'"' + re.escape(key.encode("utf-8")) + b'":[ \t]*(?:' + chosen + b")[ \t]*[,}]")
+    parts, rfind, find = [], data.rfind, data.find
+    stop = -1
+    for found in pattern.finditer(data, 0, end):
+        if found.start() < stop or data[found.start() - 1] == _BACKSLASH:  # a line already taken, or in a string
+            continue
+        stop = find(b"\n", found.end() - 1, end)
+        parts.append(data[rfind(b"\n", 0, found.start()) + 1:stop + 1])
+    return b"".join(parts)
+
+
+def _whole(data: bytes, end: int, fields: tuple[str, ...]) -> dict[str, Column] | None:
+    """Columns of the whole lines in data[:end], parsed at once as one JSON array (short records:
+    one json.loads call costs half of one per line); None when a line is not one JSON object."""
+    body = data[:end].rstrip(b"\n")
+    if not body:
+        return {f: ([], b"") for f in fields}
+    try:
+        records = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
+    except ValueError:
+        return None
+    if len(records) != body.count(b"\n") + 1 or not all(type(r) is dict for r in records):
+        return None  # a blank line, a line holding two values, or one that is not an object
+    return {f: factorize([r.get(f) for r in records]) for f in fields}
+
+
+def _chosen(rows: list[tuple], fields: tuple[str, ...], where: Where | None) -> list[tuple]:
+    if where is None:
+        return rows
+    index = fields.index(where[0])
+    return [row for row in rows if row[index] in where[1]]
+
+
 def scan(path: str | Path, fields: tuple[str, ...], problems: list[str] | None = None,
-         exact: bool = False) -> dict[str, Column]:
+         exact: bool = False, where: Where | None = None) -> dict[str, Column]:
     """Factorised column per field (None where a record lacks it) over the whole records of `path`.
 
+    where=(field, values): only the records whose `field` is one of `values` (`field` must be
+    among `fields`); the other lines are passed over without reading them (for the long
+    records of calls.jsonl). Without `where`, short records are parsed with one json.loads.
     exact=True parses every line with `json.loads` (the reference the fast path is tested
     against). A missing file reads as no records.
     """
@@ -130,11 +178,18 @@ def scan(path: str | Path, fields: tuple[str, ...], problems: list[str] | None =
         return {f: ([], b"") for f in fields}
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
-    columns = None if exact else _fast(data, end, fields)
+    columns = None
+    if not exact and where is None:
+        columns = _whole(data, end, fields)
+    elif not exact:
+        lines = _selected(data, end, where)
+        columns = _fast(lines, len(lines), fields)
     if columns is None:
-        rows = _plain(data, 1, fields, path, problems)
+        rows = _chosen(_plain(data, 1, fields, path, problems), fields, where)
     else:
-        rows = _plain(data[end:], data.count(b"\n", 0, end) + 1, fields, path, problems) if data[end:].strip() else []
+        tail = data[end:]
+        rows = _chosen(_plain(tail, data.count(b"\n", 0, end) + 1, fields, path, problems), fields, where) \
+            if tail.strip() else []
         if not rows:
             return columns
         rows = list(zip(*(expand(columns[f]) for f in fields))) + rows

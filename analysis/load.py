@@ -4,7 +4,8 @@ Every row carries its run's identity (model, dataset, kind) and what the run was
 attribution, ablation, ablation_value; None for a plain run), so `analysis.cells` only
 filters and groups. Inputs that cannot be read are in `Logs.errors` (left out); warnings
 (a cut last line, an unfinished run, repeated records) are in `Logs.problems`.
-Calls are read for plain runs only: no table uses the calls of a probe or an ablation.
+Calls are read for plain runs only, and only those without a prediction (critiques, summaries):
+a prediction carries its call's tokens, and no table uses the calls of a probe or an ablation.
 """
 
 from __future__ import annotations

@@ -15,12 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from critique import logs
+from analysis import vocab
 from analysis.jsonl import scan
 
-PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed")
-CALL_FIELDS = ("stage", "strategy", "user", "item_id", "completion_tokens", "reasoning_tokens", "error")
+PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
+                     "completion_tokens", "reasoning_tokens", "error")
+# A prediction carries the tokens of the call that answered it, so only the calls without a
+# prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
+CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error")
+CALL_STAGES = ("stage", frozenset({vocab.CRITIQUE, vocab.SUMMARY}))
 CALL_IDS = ("user", "item_id")  # read only where another run did the same experiment
-PLAIN_ONLY = ("timeout", "parse_failed")  # Table 9 reads them from plain runs only
+# Tables 3, 5 and 9 read these from plain runs only
+PLAIN_ONLY = ("timeout", "parse_failed", "completion_tokens", "reasoning_tokens", "error")
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this, worker processes cost more than they save
 
 
@@ -137,7 +143,8 @@ def read_records(path: str, plain: bool, with_ids: bool, with_users: bool,
     """Factorised prediction and call columns of one run (see analysis.jsonl), the problems met,
     and the errors (a log that cannot be read at all: the run is left out).
 
-    Only what a table uses is read: calls, timeouts and parse failures of plain runs only;
+    Only what a table uses is read: calls (critiques and summaries), tokens, timeouts and parse
+    failures of plain runs only;
     users only for preference data; the user and item ids of calls only when another run
     did the same experiment (to drop the older run's repeats). A field not read is None.
     """
@@ -148,7 +155,7 @@ def read_records(path: str, plain: bool, with_ids: bool, with_users: bool,
     nothing = ({f: ([], b"") for f in wanted}, {f: ([], b"") for f in calls_wanted})
     try:
         predictions = scan(Path(path) / logs.PREDICTIONS, wanted, problems, exact)
-        calls = scan(Path(path) / logs.CALLS, calls_wanted, problems, exact) if plain else nothing[1]
+        calls = scan(Path(path) / logs.CALLS, calls_wanted, problems, exact, CALL_STAGES) if plain else nothing[1]
     except OSError as exc:
         return *nothing, problems, [f"{path}: cannot read its logs ({exc}); left out"]
     return predictions, calls, problems, []

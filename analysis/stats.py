@@ -1,11 +1,18 @@
-"""The study's statistics, from scipy: paired-difference summary and Spearman correlation."""
+"""The study's statistics, from scipy: paired-difference summary and Spearman correlation.
+
+`import scipy.stats` takes about a second on a 2-core machine (it loads most of scipy), as
+long as reading a whole study's logs. So `critique tables` calls `start_helper()` first: a
+forked helper process imports scipy.stats while this process reads the logs and builds the
+cells, and then computes the statistics this process sends it. Without the helper (tests,
+library use, a platform without fork) scipy.stats is imported here; the numbers are the same.
+"""
 
 from __future__ import annotations
 
+import atexit
 import math
 
 import numpy as np
-from scipy import stats
 
 TIE_DECIMALS = 9  # differences equal to this many decimals are ties (float noise of per-user means)
 
@@ -15,12 +22,89 @@ def _number(value) -> float | None:
     return None if math.isnan(value) else value
 
 
+_helper = None  # (process, connection) while a helper serves
+
+
+def start_helper() -> None:
+    """Fork a process that imports scipy.stats now and computes the statistics asked of it later."""
+    global _helper
+    import multiprocessing
+
+    if _helper is not None or "fork" not in multiprocessing.get_all_start_methods():
+        return
+    mine, theirs = multiprocessing.Pipe()
+    process = multiprocessing.get_context("fork").Process(target=_serve, args=(theirs,), daemon=True)
+    process.start()
+    theirs.close()
+    _helper = (process, mine)
+    atexit.register(stop_helper)
+
+
+def stop_helper() -> None:
+    global _helper
+    if _helper is None:
+        return
+    process, connection = _helper
+    _helper = None
+    try:
+        connection.send(None)
+    except OSError:
+        pass
+    connection.close()
+    process.join(timeout=5)
+
+
+def _serve(connection) -> None:
+    from scipy import stats  # noqa: F401 - the import is the work done ahead
+
+    while True:
+        try:
+            request = connection.recv()
+        except EOFError:
+            return
+        if request is None:
+            return
+        name, args = request
+        try:
+            connection.send((True, _LOCAL[name](*args)))
+        except Exception as exc:  # noqa: BLE001 - the caller computes it again and sees the error itself
+            connection.send((False, repr(exc)))
+
+
+def _ask(name: str, *args):
+    """The helper's answer, or this process's own when there is no helper (or it failed)."""
+    if _helper is not None:
+        try:
+            _helper[1].send((name, args))
+            ok, value = _helper[1].recv()
+            if ok:
+                return value
+        except (OSError, EOFError):
+            stop_helper()
+    return _LOCAL[name](*args)
+
+
 def paired_summary(differences, confidence: float = 0.95) -> dict:
     """Mean, SD, t-interval, wins/losses/ties and the exact two-sided sign test of paired differences.
 
     Ties (zero differences) are left out of the sign test. Values that cannot be computed
     (SD of one point, a sign test without a win or a loss) are None.
     """
+    return _ask("paired_summary", np.asarray(differences, dtype=float), confidence)
+
+
+def spearman(x, y) -> dict:
+    """Spearman's rho and its two-sided p-value; None for fewer than 3 points or a constant input.
+
+    Values equal to TIE_DECIMALS decimals are ties (a mean over users carries float noise that
+    would otherwise break ties at random).
+    """
+    return _ask("spearman", np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+
+
+def _paired_summary(differences, confidence: float = 0.95) -> dict:
+    from scipy import stats
+
     d = np.round(np.asarray(differences, dtype=float), TIE_DECIMALS)
     n = int(d.size)
     wins, losses = int((d > 0).sum()), int((d < 0).sum())
@@ -42,12 +126,9 @@ def paired_summary(differences, confidence: float = 0.95) -> dict:
     return out
 
 
-def spearman(x, y) -> dict:
-    """Spearman's rho and its two-sided p-value; None for fewer than 3 points or a constant input.
+def _spearman(x, y) -> dict:
+    from scipy import stats
 
-    Values equal to TIE_DECIMALS decimals are ties (a mean over users carries float noise that
-    would otherwise break ties at random).
-    """
     x = np.round(np.asarray(x, dtype=float), TIE_DECIMALS)
     y = np.round(np.asarray(y, dtype=float), TIE_DECIMALS)
     out = {"n": int(x.size), "rho": None, "p": None}
@@ -56,3 +137,6 @@ def spearman(x, y) -> dict:
     result = stats.spearmanr(x, y)
     out["rho"], out["p"] = _number(result.statistic), _number(result.pvalue)
     return out
+
+
+_LOCAL = {"paired_summary": _paired_summary, "spearman": _spearman}

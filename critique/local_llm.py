@@ -131,9 +131,9 @@ class LocalLLM(CustomLLM):
 
     def _model(self, name: str):
         if name not in self._models:
-            from llama_cpp import Llama
+            from critique.grammar_sampler import GrammarFirstLlama
 
-            self._models[name] = Llama(model_path=str(weights_path(name)), n_ctx=N_CTX, n_threads=os.cpu_count() or 2,
+            self._models[name] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=N_CTX, n_threads=os.cpu_count() or 2,
                                        seed=0, verbose=False)
         return self._models[name]
 

@@ -78,3 +78,32 @@ def test_unknown_weight_type_is_refused(monkeypatch):
     monkeypatch.setattr(local_llm, "WEIGHTS", "q2")
     with pytest.raises(ValueError, match="CRITIQUE_LOCAL_WEIGHTS"):
         local_llm.weights_path("smollm2")
+
+
+def test_grammar_first_greedy_chooses_what_the_full_grammar_pass_chooses(home):
+    from llama_cpp import Llama
+
+    from critique import local_llm
+    from critique.grammar_sampler import GrammarFirstLlama, GreedyUnderGrammar
+
+    reason = {"type": "string", "maxLength": 60}
+    critique = {"type": "object", "properties": {"correct_answer": reason, "local_reason": reason},
+                "required": ["correct_answer", "local_reason"]}
+    answer = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["1", "2", "3", "4"]}},
+              "required": ["answer"]}
+    asks = [("Critique the answer 3 to 2+2; the correct answer is 4.", critique),
+            ("Which ordering is right? 1. a b  2. b a  3. c  4. d", answer)]
+    replies = {}
+    for cls in (Llama, GrammarFirstLlama):
+        llm = cls(model_path=str(local_llm.weights_path("smollm2")), n_ctx=1024, seed=0, verbose=False)
+        try:
+            replies[cls] = [llm.create_chat_completion(
+                messages=[{"role": "user", "content": text}], temperature=0.0, max_tokens=80,
+                response_format={"type": "json_object", "schema": schema}) for text, schema in asks]
+            if cls is GrammarFirstLlama:
+                assert isinstance(llm._sampler, GreedyUnderGrammar)  # the fast path was taken
+        finally:
+            llm.close()
+    got = [[(r["choices"][0]["message"]["content"], r["usage"]) for r in replies[cls]] for cls in replies]
+    assert got[0] == got[1]
+    assert all(r["usage"]["completion_tokens"] > 3 for r in replies[Llama])

@@ -31,7 +31,8 @@ class GreedyUnderGrammar:
             raise ValueError("llama.cpp could not parse the grammar")
         self.one = (llama_cpp.llama_token_data * 1)()
         self.every = (llama_cpp.llama_token_data * self.n_vocab)()
-        self.view = np.ctypeslib.as_array(self.every)  # fields id, logit, p
+        self.view = np.ctypeslib.as_array(self.every)  # fields id, logit, p; only the logits change
+        self.view["id"] = np.arange(self.n_vocab, dtype=np.int32)
         self.full_passes = 0
 
     def _apply(self, data, size: int) -> None:
@@ -45,9 +46,7 @@ class GreedyUnderGrammar:
         self._apply(self.one, 1)
         if not np.isfinite(self.one[0].logit):  # the grammar refuses the favourite: ask about all
             self.full_passes += 1
-            self.view["id"] = np.arange(self.n_vocab, dtype=np.int32)
             self.view["logit"] = logits
-            self.view["p"] = 0.0
             self._apply(self.every, self.n_vocab)
             token = int(np.argmax(self.view["logit"]))
         llama_cpp.llama_sampler_accept(self.grammar, token)

@@ -113,7 +113,7 @@ def test_where_keeps_only_the_chosen_records(tmp_path):
     records = tricky_records() * 3
     chosen = [r for r in records if r["stage"] == "train_predict"]
     where = ("stage", frozenset({"train_predict"}))
-    for i, options in enumerate(({}, {"ensure_ascii": True}, {"sort_keys": False}, {"separators": (",", ":")})):
+    for i, options in enumerate(({"sort_keys": True}, {"ensure_ascii": True}, {}, {"separators": (",", ":")})):
         path = tmp_path / f"calls{i}.jsonl"
         path.write_text("".join(json.dumps(r, **options) + "\n" for r in records), encoding="utf-8")
         for exact in (False, True):

@@ -8,23 +8,29 @@ one, because a 135M model otherwise rambles until the token limit.
 
 Weights: the package ships 4-bit (Q4_1) weights, for which llama.cpp has no fast
 prompt-reading kernel on x86. By default (``CRITIQUE_LOCAL_WEIGHTS=f16``) they are written
-once as F16 into the cache folder (under a second, ~270 MB), which reads prompts about
+once as F16 into the cache folder (under a second, ~245 MB), which reads prompts about
 twice as fast on 2 cores and keeps the same weight values: each 4-bit weight is d * q + m,
-and F16 holds it to F16 precision. ``CRITIQUE_LOCAL_WEIGHTS=gguf`` runs the file as shipped.
-What the model runs with (weights, string bound, context) is part of every request, so the
-response cache never mixes the two.
+and F16 holds it to F16 precision. The token embedding, which is also the output layer, is
+copied as shipped (8-bit, Q8_0): a prompt uses it for one row only, but each written token
+reads all of it, and at 8 bits that is half the bytes of F16. ``CRITIQUE_LOCAL_WEIGHTS=gguf``
+runs the file as shipped. Attention uses llama.cpp's flash-attention kernel, which reads
+long prompts faster on the CPU. What the model runs with (weights, attention, string bound,
+context) is part of every request, so the response cache never mixes settings.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import copy
 import importlib.util
 import os
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import litellm
@@ -54,7 +60,8 @@ def gguf_path(name: str) -> Path:
 
 def settings(name: str) -> dict:
     """What, besides the request, decides the local model's reply (it goes into the request hash)."""
-    return {"file": gguf_path(name).name, "weights": WEIGHTS, "max_string_chars": MAX_STRING_CHARS, "n_ctx": N_CTX}
+    return {"file": gguf_path(name).name, "weights": WEIGHTS, "flash_attn": True, "max_string_chars": MAX_STRING_CHARS,
+            "n_ctx": N_CTX}
 
 
 def weights_path(name: str) -> Path:
@@ -67,7 +74,7 @@ def weights_path(name: str) -> Path:
     from critique.llm import cache_dir
 
     stat = source.stat()
-    target = cache_dir() / "models" / f"{source.stem}.{stat.st_size}-{int(stat.st_mtime)}.f16.gguf"
+    target = cache_dir() / "models" / f"{source.stem}.{stat.st_size}-{int(stat.st_mtime)}.f16-embd-kept.gguf"
     if not target.exists():
         _write_f16(source, target)
     return target
@@ -84,6 +91,7 @@ def _write_f16(source: Path, target: Path) -> None:
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_F16
     params.allow_requantize = True  # from 4-bit: each weight is dequantized, then stored as F16
+    params.token_embedding_type = _shipped_type(source, "token_embd.weight")  # the same type: copied byte for byte
     params.nthread = os.cpu_count() or 2
     with suppress_stdout_stderr(disable=False):  # llama.cpp prints a line per tensor
         failed = llama_cpp.llama_model_quantize(str(source).encode(), str(partial).encode(), ctypes.byref(params))
@@ -91,6 +99,34 @@ def _write_f16(source: Path, target: Path) -> None:
         partial.unlink(missing_ok=True)
         raise RuntimeError(f"could not write F16 weights of {source} to {target} (llama.cpp error {failed})")
     os.replace(partial, target)  # atomic: a reader never sees half a file
+
+
+def _shipped_type(path: Path, tensor: str) -> int:
+    """The ggml type of one tensor of a GGUF file, read from its header by ggml's own reader."""
+    import ctypes
+
+    from llama_cpp._ggml import libggml
+
+    class Params(ctypes.Structure):  # struct gguf_init_params
+        _fields_ = [("no_alloc", ctypes.c_bool), ("ctx", ctypes.c_void_p)]
+
+    libggml.gguf_init_from_file.restype = ctypes.c_void_p
+    libggml.gguf_init_from_file.argtypes = [ctypes.c_char_p, Params]
+    libggml.gguf_find_tensor.restype = ctypes.c_int64
+    libggml.gguf_find_tensor.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    libggml.gguf_get_tensor_type.restype = ctypes.c_int
+    libggml.gguf_get_tensor_type.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    libggml.gguf_free.argtypes = [ctypes.c_void_p]
+    gguf = libggml.gguf_init_from_file(str(path).encode(), Params(True, None))
+    if not gguf:
+        raise RuntimeError(f"could not read the GGUF header of {path}")
+    try:
+        index = libggml.gguf_find_tensor(gguf, tensor.encode())
+        if index < 0:
+            raise RuntimeError(f"{path} has no tensor {tensor}")
+        return libggml.gguf_get_tensor_type(gguf, index)
+    finally:
+        libggml.gguf_free(gguf)
 
 
 def _bounded(schema: dict) -> dict:
@@ -121,20 +157,27 @@ def _schema_of(response_format) -> dict | None:
 
 
 class LocalLLM(CustomLLM):
-    """One llama.cpp model per name, loaded on first use, calls serialised by a lock."""
+    """One llama.cpp model per name, loaded on first use, calls serialised by a lock.
+
+    Asynchronous calls all run on one thread of their own: a llama.cpp built with OpenMP
+    computes with a team of threads that belongs to the calling thread, and teams left behind
+    by a pool of threads make the OpenMP runtime stop its threads from spinning between
+    steps, which made writing tokens twice as slow (seen here).
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self._models: dict[str, object] = {}
         self._lock = threading.Lock()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-llm")
         atexit.register(self.close)
 
     def _model(self, name: str):
         if name not in self._models:
             from critique.grammar_sampler import GrammarFirstLlama
 
-            self._models[name] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=N_CTX, n_threads=os.cpu_count() or 2,
-                                       seed=0, verbose=False)
+            self._models[name] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=N_CTX, flash_attn=True,
+                                                   n_threads=os.cpu_count() or 2, seed=0, verbose=False)
         return self._models[name]
 
     def close(self) -> None:
@@ -176,7 +219,8 @@ class LocalLLM(CustomLLM):
         )
 
     async def acompletion(self, *args, **kwargs) -> ModelResponse:
-        return await asyncio.to_thread(self.completion, *args, **kwargs)
+        call = partial(contextvars.copy_context().run, self.completion, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, call)
 
 
 _HANDLER: LocalLLM | None = None

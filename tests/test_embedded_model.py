@@ -25,11 +25,12 @@ def test_embedded_model_runs_the_whole_pipeline(home, capsys):
     assert main(argv) == 0  # rerun: all from the logs
     assert "0 LLM calls made" in capsys.readouterr().out
     local = data["manifest"]["local_model"]
-    assert local["weights"] == "f16" and local["file"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
-    assert list((home / "cache" / "models").glob("*.f16.gguf"))
+    assert local["weights"] == "f16" and local["file"] == "SmolLM2-135M-Instruct.Q4_1.gguf" and local["flash_attn"]
+    assert list((home / "cache" / "models").glob("*.f16-embd-kept.gguf"))
 
 
 def test_f16_weights_are_written_once_and_hold_the_shipped_values(home, monkeypatch):
+    import llama_cpp
     import numpy as np
     from llama_cpp import Llama
 
@@ -37,10 +38,18 @@ def test_f16_weights_are_written_once_and_hold_the_shipped_values(home, monkeypa
 
     monkeypatch.setattr(local_llm, "WEIGHTS", "f16")
     path = local_llm.weights_path("smollm2")
-    assert path.parent == home / "cache" / "models" and path.name.endswith(".f16.gguf")
+    assert path.parent == home / "cache" / "models" and path.name.endswith(".f16-embd-kept.gguf")
     written = path.stat().st_mtime_ns
     assert local_llm.weights_path("smollm2") == path and path.stat().st_mtime_ns == written  # not written again
     assert not list(path.parent.glob("*.partial"))
+    shipped = local_llm.gguf_path("smollm2")
+    # the layers become F16; the token embedding (also the output layer) keeps its shipped type
+    assert local_llm._shipped_type(shipped, "token_embd.weight") == llama_cpp.GGML_TYPE_Q8_0
+    assert local_llm._shipped_type(path, "token_embd.weight") == llama_cpp.GGML_TYPE_Q8_0
+    assert local_llm._shipped_type(shipped, "blk.0.attn_q.weight") == llama_cpp.GGML_TYPE_Q4_1
+    assert local_llm._shipped_type(path, "blk.0.attn_q.weight") == llama_cpp.GGML_TYPE_F16
+    with pytest.raises(RuntimeError, match="no tensor"):
+        local_llm._shipped_type(path, "no.such.weight")
 
     prompt = b"Task: pick the larger number. Question: 3 or 7?"
     logits = []
@@ -107,3 +116,29 @@ def test_grammar_first_greedy_chooses_what_the_full_grammar_pass_chooses(home):
     got = [[(r["choices"][0]["message"]["content"], r["usage"]) for r in replies[cls]] for cls in replies]
     assert got[0] == got[1]
     assert all(r["usage"]["completion_tokens"] > 3 for r in replies[Llama])
+
+
+def test_async_calls_of_the_embedded_model_all_run_on_one_thread(monkeypatch):
+    """llama.cpp's OpenMP team belongs to the calling thread: one thread keeps one team."""
+    import asyncio
+    import threading
+    import time
+
+    from critique import local_llm
+
+    handler = local_llm.LocalLLM()
+    seen = []
+
+    def completion(*args, **kwargs):
+        seen.append(threading.get_ident())
+        time.sleep(0.01)
+        return args
+
+    monkeypatch.setattr(handler, "completion", completion)
+
+    async def calls():
+        return await asyncio.gather(*(handler.acompletion(i) for i in range(8)))
+
+    assert asyncio.run(calls()) == [(i,) for i in range(8)]
+    assert len(seen) == 8 and len(set(seen)) == 1 and seen[0] != threading.get_ident()
+    handler.close()

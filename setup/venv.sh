@@ -43,4 +43,7 @@ if ! wait "$build"; then
     echo "setup: building $llama failed (the whole log: $log)" >&2
     exit 1
 fi
-$pip --find-links "$VENV/wheels" -e "$root[test]"  # with the wheel just built, never a second build
+# the wheel just built, even over an older build of the same version (a set-up run again after a
+# change to the build settings); then the project, never a second build
+$pip --no-deps --force-reinstall "$(ls -t "$VENV"/wheels/llama_cpp_python-*.whl | head -n 1)"
+$pip --find-links "$VENV/wheels" -e "$root[test]"

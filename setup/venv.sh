@@ -1,7 +1,7 @@
 #!/bin/sh
 # Creates the virtual environment (.venv) with critique and its pinned dependencies.
 #
-# llama-cpp-python ships as source only and compiles llama.cpp (about 3 minutes on 2 cores), so
+# llama-cpp-python ships as source only and compiles llama.cpp (about 2.5 minutes on 2 cores), so
 # its wheel is built in the background while torch and everything else download and install.
 # The build leaves out llama.cpp's multimodal and "common" libraries, which the Python bindings
 # never load (see llama-cpp-python.cmake), and OpenMP: llama.cpp then runs its own thread pool.

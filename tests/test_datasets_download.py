@@ -20,6 +20,9 @@ RAW = Path(__file__).resolve().parents[2] / "shared" / "data-raw"
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
+        # taken before anything is sent: a handler thread that resets it after its client has
+        # finished could otherwise wipe the cut the next test has set
+        cut, self.server.cut = self.server.cut, None
         body = self.server.files.get(self.path)
         self.server.requests.append((self.path, self.headers.get("Range")))
         if body is None:
@@ -38,9 +41,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
         self.send_header("Content-Length", str(len(body) - start))
         self.end_headers()
-        end = self.server.cut if self.server.cut else len(body)
+        end = cut if cut else len(body)
         self.wfile.write(body[start:end])  # a cut connection sends less than announced
-        self.server.cut = None
 
     def log_message(self, *args):
         pass

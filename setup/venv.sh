@@ -31,7 +31,9 @@ llama=$(requirements late | tr ' ' '\n' | grep '^llama-cpp-python')
 pip="$VENV/bin/pip install -q"
 mkdir -p "$VENV/wheels"
 log="$VENV/llama-cpp-python-build.log"
-"$VENV/bin/pip" wheel -q --no-deps -w "$VENV/wheels" "$llama" > "$log" 2>&1 &
+# --no-cache-dir: pip's wheel cache ignores CMAKE_ARGS, so a set-up run again after a change to the
+# build settings would otherwise install the wheel built with the old ones
+"$VENV/bin/pip" wheel -q --no-cache-dir --no-deps -w "$VENV/wheels" "$llama" > "$log" 2>&1 &
 build=$!
 # torch pinned: the CPU build; an unpinned torch pulls a multi-GB CUDA build.
 # --only-binary: fails, rather than compile llama.cpp a second time, if a package here required it

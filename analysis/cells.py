@@ -1,17 +1,17 @@
 """Per-cell numbers (model x dataset x strategy, ...) that every table is built from.
 
 `Cells` is the one shape both inputs produce: `from_logs` (run directories) and
-`analysis.csv_input` (per-cell numbers a user already has). Rates are in percent.
-For preference data a rate is computed per user, then averaged over users.
+`analysis.csv_input` (per-cell numbers a user already has): for each kind of cell a list of
+rows (dicts with the columns of COLUMNS; None where a number is missing). Rates are in
+percent. For preference data a rate is computed per user, then averaged over users.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-import pandas as pd
-
-from analysis import vocab
+from analysis import tally, vocab
 from analysis.load import Logs
 
 COLUMNS = {
@@ -28,151 +28,154 @@ COST_STAGES = {vocab.TRAIN: "init_tokens", vocab.CRITIQUE: "critique_tokens", vo
 
 @dataclass
 class Cells:
-    accuracy: pd.DataFrame  # test stage of plain runs
-    train: pd.DataFrame  # train_predict stage of plain runs
-    per_user: pd.DataFrame  # preference datasets only
-    tokens: pd.DataFrame  # mean completion tokens (reasoning included) per answered test question
-    costs: pd.DataFrame  # total completion tokens of the offline stages
-    suggestibility: pd.DataFrame  # accuracy with a truthful / a lying critique in context
-    ablations: pd.DataFrame  # test accuracy of ablation runs, by ablation name and value
+    accuracy: list[dict]  # test stage of plain runs
+    train: list[dict]  # train_predict stage of plain runs
+    per_user: list[dict]  # preference datasets only
+    tokens: list[dict]  # mean completion tokens (reasoning included) per answered test question
+    costs: list[dict]  # total completion tokens of the offline stages
+    suggestibility: list[dict]  # accuracy with a truthful / a lying critique in context
+    ablations: list[dict]  # test accuracy of ablation runs, by ablation name and value
     source: str = "logs"
 
 
-def empty(name: str) -> pd.DataFrame:
-    return pd.DataFrame(columns=COLUMNS[name])
+def value_key(value) -> tuple:
+    """Sorts numbers by value, then text; None last."""
+    if value is None:
+        return (2, 0.0, "")
+    try:
+        return (0, float(value), "")
+    except (TypeError, ValueError):
+        return (1, 0.0, str(value))
 
 
-def rates(predictions: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Accuracy, timeout and parse-failure rates (%) per `keys`: per user first, then the mean over users.
-
-    The flag columns hold 1.0 for true (see analysis.load), so a missing answer counts as wrong.
-    """
-    columns = keys + ["accuracy", "timeout_rate", "parse_fail_rate", "n", "users"]
-    if predictions.empty:
-        return pd.DataFrame(columns=columns)
-    by_user = keys if "user" in keys else keys + ["user"]
-    grouped = predictions.groupby(by_user, dropna=False, observed=True, sort=False)
-    per_user = grouped[["correct", "timeout", "parse_failed"]].mean() * 100.0
-    per_user["n"] = grouped.size()
-    over_users = per_user.groupby(level=keys, dropna=False, observed=True, sort=True)
-    out = over_users[["correct", "timeout", "parse_failed"]].mean()
-    out.columns = ["accuracy", "timeout_rate", "parse_fail_rate"]
-    out["n"], out["users"] = over_users["n"].sum(), over_users.size()
-    return plain_keys(out.reset_index(), keys)[columns]
+def key_order(key: tuple) -> tuple:
+    return tuple(value_key(v) for v in key)
 
 
-def plain_keys(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Key columns as plain objects (the frames of analysis.load hold them as categoricals)."""
-    return frame.assign(**{k: frame[k].astype(object).where(frame[k].notna(), None) for k in keys})
+def mean(values: list) -> float | None:
+    return math.fsum(values) / len(values) if values else None
 
 
-def plain(frame: pd.DataFrame) -> pd.DataFrame:
-    """Records of ordinary runs (no probe, no ablation)."""
-    return frame[frame["probe"].isna() & frame["ablation"].isna()]
+Groups = dict  # cell key -> user -> tally
 
 
-def stages(predictions: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The test-stage records (with a strategy) and the train-stage records of plain runs."""
-    ordinary = plain(predictions)
-    stage = ordinary["stage"]
-    return ordinary[stage.eq(vocab.TEST) & ordinary["strategy"].notna()], ordinary[stage.eq(vocab.TRAIN)]
+def _add(groups: Groups, key: tuple, user, counts: list) -> None:
+    per_user = groups.setdefault(key, {})
+    if user not in per_user:
+        per_user[user] = tally.new()
+    tally.add(per_user[user], counts)
 
 
-def accuracy_cells(test: pd.DataFrame) -> pd.DataFrame:
-    return rates(test, ["model", "dataset", "strategy"])[COLUMNS["accuracy"]]
+def rates(groups: Groups, keys: list[str]) -> list[dict]:
+    """Accuracy, timeout and parse-failure rates (%) per cell, sorted by key: per user first, then
+    the mean over users; n counts records. A missing answer counts as wrong (see analysis.tally)."""
+    rows = []
+    for key in sorted(groups, key=key_order):
+        users = list(groups[key].values())
+        row = dict(zip(keys, key))
+        for column, slot in (("accuracy", tally.CORRECT), ("timeout_rate", tally.TIMEOUT),
+                             ("parse_fail_rate", tally.PARSE_FAILED)):
+            row[column] = mean([t[slot] / t[tally.RECORDS] * 100.0 for t in users])
+        row["n"] = sum(t[tally.RECORDS] for t in users)
+        row["users"] = len(users)
+        rows.append(row)
+    return rows
 
 
-def train_cells(train: pd.DataFrame) -> pd.DataFrame:
-    return rates(train, ["model", "dataset"])[COLUMNS["train"]]
-
-
-def per_user_cells(test: pd.DataFrame) -> pd.DataFrame:
-    test = test[test["kind"].eq(vocab.PREFERENCE)]
-    return rates(test, ["model", "dataset", "strategy", "user"])[COLUMNS["per_user"]]
-
-
-def answered(frame: pd.DataFrame) -> pd.DataFrame:
-    """The records whose call answered (no error): they carry the call's tokens."""
-    return frame[frame["error"].eq(0.0)]
+def _pick(rows: list[dict], name: str) -> list[dict]:
+    return [{c: row.get(c) for c in COLUMNS[name]} for row in rows]
 
 
 def reasoning_models(logs: Logs) -> set[str]:
     """Models whose calls report reasoning tokens, or whose runs declare them reasoning models."""
-    reported = set()
-    for frame in (logs.predictions, logs.calls):
-        reported |= set(frame.loc[frame["reasoning_tokens"].gt(0), "model"])
-    declared = set(logs.runs.loc[logs.runs["reasoning_declared"].eq(True), "model"])
-    return reported | declared
+    found = {m["model"] for m in logs.runs if m["reasoning_declared"] is True}
+    for experiment in logs.experiments:
+        if any(t[tally.REASONING] for part in (experiment.predictions, experiment.calls) for t in part.values()):
+            found.add(experiment.meta["model"])
+    return found
 
 
-def token_cells(test: pd.DataFrame, logs: Logs) -> pd.DataFrame:
-    test = answered(test)
-    test = test.assign(tokens=test["completion_tokens"])
-    out = test.groupby(["model", "dataset", "strategy"], observed=True, sort=True)["tokens"].mean().reset_index()
-    out = plain_keys(out, ["model", "dataset", "strategy"])
-    out = out.rename(columns={"tokens": "tokens_per_question"}).dropna(subset=["tokens_per_question"])
-    out["reasoning"] = out["model"].isin(reasoning_models(logs))
-    return out[COLUMNS["tokens"]]
+def _tokens(groups: Groups, reasoning: set[str]) -> list[dict]:
+    """Mean completion tokens per answered question, where the answers carry tokens."""
+    rows = []
+    for key in sorted(groups, key=key_order):
+        total = tally.new()
+        for counts in groups[key].values():
+            tally.add(total, counts)
+        if total[tally.WITH_TOKENS]:
+            model, dataset, strategy = key
+            rows.append({"model": model, "dataset": dataset, "strategy": strategy,
+                         "tokens_per_question": total[tally.TOKENS] / total[tally.WITH_TOKENS],
+                         "reasoning": model in reasoning})
+    return rows
 
 
-def cost_cells(train: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
-    """Completion tokens of the offline stages: initial answers (from their predictions), critiques and
-    the summary (from the calls of plain runs)."""
-    columns = ["model", "dataset", "stage", "completion_tokens"]
-    offline = pd.concat([answered(train).loc[:, columns].astype(object),
-                         answered(plain(calls)).loc[:, columns].astype(object)], ignore_index=True)
-    offline = offline[offline["stage"].isin(list(COST_STAGES))]
-    if offline.empty:
-        return empty("costs")
-    offline = offline.assign(tokens=offline["completion_tokens"].astype(float))
-    sums = offline.groupby(["model", "dataset", "stage"], observed=True, sort=True)["tokens"].sum(min_count=1)
-    sums = plain_keys(sums.reset_index(), ["model", "dataset", "stage"])
-    out = sums.pivot(index=["model", "dataset"], columns="stage", values="tokens").rename(columns=COST_STAGES)
-    out = out.reset_index()
-    out.columns.name = None
-    for column in COST_STAGES.values():
-        if column not in out:
-            out[column] = float("nan")
-    return out[COLUMNS["costs"]]
+def _costs(offline: dict) -> list[dict]:
+    """(model, dataset) -> stage -> tally of answered records => one row per (model, dataset) with an
+    answered record of an offline stage: its stages' token sums (None without tokens)."""
+    rows = []
+    for (model, dataset) in sorted(offline, key=key_order):
+        stages = offline[(model, dataset)]
+        if not any(t[tally.ANSWERED] for t in stages.values()):
+            continue
+        row = {"model": model, "dataset": dataset}
+        for stage, column in COST_STAGES.items():
+            counts = stages.get(stage)
+            row[column] = counts[tally.TOKENS] if counts and counts[tally.WITH_TOKENS] else None
+        rows.append(row)
+    return rows
 
 
-def suggestibility_cells(predictions: pd.DataFrame) -> pd.DataFrame:
-    probe = predictions[predictions["probe"].eq(vocab.SUGGESTIBILITY) & predictions["stage"].eq(vocab.PROBE)
-                        & predictions["strategy"].isin([vocab.TRUTH, vocab.LYING])]
-    if probe.empty:
-        return empty("suggestibility")
-    cells = rates(probe, ["model", "dataset", "attribution", "strategy"])
-    wide = cells.set_index(["model", "dataset", "attribution", "strategy"])[["accuracy", "n"]].unstack("strategy")
-    out = pd.DataFrame({
-        "acc_truth": wide.get(("accuracy", vocab.TRUTH)),
-        "acc_lying": wide.get(("accuracy", vocab.LYING)),
-        "n": wide.get(("n", vocab.TRUTH)),
-    }, index=wide.index).reset_index()
-    return out[COLUMNS["suggestibility"]]
-
-
-def ablation_cells(predictions: pd.DataFrame) -> pd.DataFrame:
-    runs = predictions[predictions["ablation"].notna() & predictions["stage"].eq(vocab.TEST)
-                       & predictions["strategy"].notna()]
-    frames = []
-    for name, group in runs.groupby("ablation", observed=True, sort=True):
-        cells = rates(group.assign(value=group["ablation_value"]), ["model", "dataset", "strategy", "value"])
-        frames.append(cells.assign(ablation=name))
-    if not frames:
-        return empty("ablations")
-    return pd.concat(frames, ignore_index=True)[COLUMNS["ablations"]]
+def _suggestibility(groups: Groups) -> list[dict]:
+    cells = {}
+    for row in rates(groups, ["model", "dataset", "attribution", "strategy"]):
+        cell = cells.setdefault((row["model"], row["dataset"], row["attribution"]), {})
+        cell[row["strategy"]] = row
+    rows = []
+    for (model, dataset, attribution), by_strategy in cells.items():
+        truth, lying = by_strategy.get(vocab.TRUTH) or {}, by_strategy.get(vocab.LYING) or {}
+        rows.append({"model": model, "dataset": dataset, "attribution": attribution,
+                     "acc_truth": truth.get("accuracy"), "acc_lying": lying.get("accuracy"), "n": truth.get("n")})
+    return rows
 
 
 def from_logs(logs: Logs) -> Cells:
-    predictions = logs.predictions
-    test, train = stages(predictions)
+    accuracy, train, per_user, tokens, suggestibility = {}, {}, {}, {}, {}
+    offline: dict = {}
+    ablations: dict[str, Groups] = {}
+    for experiment in logs.experiments:
+        meta = experiment.meta
+        point = (meta["model"], meta["dataset"])
+        plain, ablation = experiment.plain, meta["ablation"]
+        for (stage, strategy, user), counts in experiment.predictions.items():
+            if plain and stage == vocab.TEST and strategy is not None:
+                _add(accuracy, (*point, strategy), user, counts)
+                _add(tokens, (*point, strategy), user, counts)
+                if meta["kind"] == vocab.PREFERENCE:
+                    _add(per_user, (*point, strategy, user), user, counts)
+            elif plain and stage == vocab.TRAIN:
+                _add(train, point, user, counts)
+                _add(offline, point, stage, counts)
+            if meta["probe"] == vocab.SUGGESTIBILITY and stage == vocab.PROBE and strategy in (vocab.TRUTH,
+                                                                                                vocab.LYING):
+                _add(suggestibility, (*point, meta["attribution"], strategy), user, counts)
+            if ablation is not None and stage == vocab.TEST and strategy is not None:
+                _add(ablations.setdefault(ablation, {}), (*point, strategy, meta["ablation_value"]), user, counts)
+        if plain:
+            for stage, counts in experiment.calls.items():
+                if stage in COST_STAGES:
+                    _add(offline, point, stage, counts)
+    ablation_rows = []
+    for name in sorted(ablations, key=value_key):
+        rows = rates(ablations[name], ["model", "dataset", "strategy", "value"])
+        ablation_rows += _pick([{**row, "ablation": name} for row in rows], "ablations")
     return Cells(
-        accuracy=accuracy_cells(test),
-        train=train_cells(train),
-        per_user=per_user_cells(test),
-        tokens=token_cells(test, logs),
-        costs=cost_cells(train, logs.calls),
-        suggestibility=suggestibility_cells(predictions),
-        ablations=ablation_cells(predictions),
+        accuracy=_pick(rates(accuracy, ["model", "dataset", "strategy"]), "accuracy"),
+        train=_pick(rates(train, ["model", "dataset"]), "train"),
+        per_user=_pick(rates(per_user, ["model", "dataset", "strategy", "user"]), "per_user"),
+        tokens=_tokens(tokens, reasoning_models(logs)),
+        costs=_costs(offline),
+        suggestibility=_suggestibility(suggestibility),
+        ablations=ablation_rows,
         source="logs",
     )

@@ -1,8 +1,8 @@
 """`critique tables` and `critique report`: the study's tables from logs or per-cell CSVs.
 
-Importing this module is cheap (argparse only): `critique` imports it for every command,
-and pandas, scipy and matplotlib are loaded only when a table is asked for (scipy.stats in a
-helper process, see analysis.stats).
+Importing this module is cheap (argparse only): `critique` imports it for every command.
+The tables need neither pandas nor numpy; scipy is loaded only when a table is asked for, in a
+helper process (see analysis.stats), and matplotlib only for the report.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def add_inputs(parser) -> None:
     parser.add_argument("--allow-mixed", action="store_true",
                         help="pool runs of one model and dataset even when their prompt templates differ")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="processes that read logs (default: the usable cores, when the logs are large)")
+                        help="processes that read logs (default: one per usable core but one, which loads scipy, "
+                             "when the logs are large; else 1: this process)")
 
 
 def register(sub) -> None:
@@ -70,10 +71,11 @@ def _user_error(message: str) -> Exception:
 
 def _logs_heading(logs) -> str:
     runs = logs.runs
-    points = runs[runs["probe"].isna() & runs["ablation"].isna()][["model", "dataset"]].drop_duplicates()
-    return (f"From {len(runs)} run director{'y' if len(runs) == 1 else 'ies'}: {runs['model'].nunique()} models, "
-            f"{runs['dataset'].nunique()} datasets, {len(points)} (model, dataset) points with plain runs; "
-            f"{len(logs.predictions):,} predictions, {len(logs.calls):,} critique and summary calls.")
+    points = {(r["model"], r["dataset"]) for r in runs if r["probe"] is None and r["ablation"] is None}
+    return (f"From {len(runs)} run director{'y' if len(runs) == 1 else 'ies'}: {len({r['model'] for r in runs})} "
+            f"models, {len({r['dataset'] for r in runs})} datasets, {len(points)} (model, dataset) points with plain "
+            f"runs; {logs.records('predictions'):,} predictions, {logs.records('calls'):,} critique and summary "
+            "calls.")
 
 
 def analyse(args) -> Analysis:
@@ -86,7 +88,7 @@ def analyse(args) -> Analysis:
 
     stats.start_helper()  # scipy.stats loads in a helper process while this one reads and counts
     pending = None
-    if args.runs:  # start reading the logs first: workers read while pandas loads here
+    if args.runs:  # start reading the logs first: workers read while scipy loads in the helper
         from analysis import read
 
         pending = read.start(args.runs, allow_mixed=args.allow_mixed, workers=args.workers)
@@ -104,12 +106,12 @@ def analyse(args) -> Analysis:
             raise _user_error("no usable CSV input: " + "; ".join(errors or ["every table is empty"]))
         heading = "From per-cell CSV numbers: " + ", ".join(f"{k} = {v}" for k, v in csvs.items() if v) + "."
         return Analysis(csv_result, heading, inputs, problems=problems, errors=errors)
-    from analysis.load import frames
+    from analysis.load import wait
 
-    logs = frames(pending)
+    logs = wait(pending)
     problems.extend(logs.problems)
     errors.extend(logs.errors)
-    if logs.runs.empty:
+    if not logs.runs:
         raise _user_error("no readable run directory among the inputs: " + "; ".join(errors))
     result = tables.build(cells_mod.from_logs(logs))
     analysis = Analysis(result, _logs_heading(logs), inputs, problems=problems, errors=errors)

@@ -7,16 +7,17 @@ costs.csv           model,dataset,init_tokens,critique_tokens,summary_tokens
 Accuracies and rates are in percent. Rows that carry tokens_per_question are the
 reasoning-model rows (Table 3, C3, the break-even of Table 5). A file that cannot be used
 is reported in `errors` and left out; bad values are reported in `problems` and left out.
+Line numbers are the file's own (the header is line 1).
 """
 
 from __future__ import annotations
 
+import csv
+import math
 from pathlib import Path
 
-import pandas as pd
-
 from analysis import vocab
-from analysis.cells import Cells, empty
+from analysis.cells import COLUMNS, Cells
 
 RESULTS = (("model", "dataset", "strategy", "accuracy"), ("tokens_per_question", "timeout_rate"))
 SUGGESTIBILITY = (("model", "dataset", "acc_truth", "acc_lying"), ("attribution",))
@@ -24,77 +25,117 @@ COSTS = (("model", "dataset", "init_tokens", "critique_tokens", "summary_tokens"
 TEXT = ("model", "dataset", "strategy", "attribution")
 
 
-def _numbers(frame: pd.DataFrame, column: str, path: Path, problems: list[str]) -> pd.Series:
-    text = frame[column].str.strip().str.rstrip("%").str.replace(",", "", regex=False)
-    values = pd.to_numeric(text, errors="coerce")
-    bad = values.isna() & text.fillna("").ne("")
-    if bad.any():
-        lines = ", ".join(str(i + 2) for i in frame.index[bad][:10])
-        problems.append(f"{path}: column {column}: not a number on line(s) {lines}; those values are left out")
-    return values
+def _lines(lines: list[int]) -> str:
+    return ", ".join(map(str, lines[:10]))
 
 
-def read_table(path: str | Path, spec: tuple, errors: list[str], problems: list[str]) -> pd.DataFrame | None:
-    """The CSV with its required columns (numbers parsed, names stripped), or None when it cannot be used."""
-    path = Path(path)
-    required, optional = spec
+def _number(text: str) -> float | None:
+    """The number in a cell ('81.2', '81.2%', '1,024'), or None when it is not one."""
     try:
-        frame = pd.read_csv(path, dtype=str, skipinitialspace=True, keep_default_na=False, na_values=[""])
+        value = float(text.strip().rstrip("%").replace(",", ""))
+    except ValueError:
+        return None
+    return None if math.isnan(value) else value
+
+
+def _parse(path: Path, errors: list[str]) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
+    """The header and the (line number, cells) of every non-blank record, or None (reported)."""
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle, skipinitialspace=True)
+            header = next(reader, None)
+            records = [(reader.line_num, row) for row in reader if any(cell.strip() for cell in row)]
     except FileNotFoundError:
         errors.append(f"{path}: no such file; left out")
         return None
-    except (OSError, ValueError, UnicodeDecodeError) as exc:  # pandas parser errors are ValueErrors
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         errors.append(f"{path}: not a readable CSV ({str(exc).strip().splitlines()[0]}); left out")
         return None
-    frame.columns = [str(c).strip().lower() for c in frame.columns]
-    missing = [c for c in required if c not in frame.columns]
+    if header is None:
+        errors.append(f"{path}: not a readable CSV (the file is empty); left out")
+        return None
+    longer = [line for line, row in records if len(row) > len(header)]
+    if longer:
+        errors.append(f"{path}: not a readable CSV (more cells than the header has columns on line(s) "
+                      f"{_lines(longer)}); left out")
+        return None
+    return [c.strip().lower() for c in header], records
+
+
+def read_table(path: str | Path, spec: tuple, errors: list[str], problems: list[str]) -> list[dict] | None:
+    """The CSV's rows with its required columns (numbers parsed, names stripped, None where a cell is
+    empty or bad), or None when it cannot be used."""
+    path = Path(path)
+    required, optional = spec
+    parsed = _parse(path, errors)
+    if parsed is None:
+        return None
+    header, records = parsed
+    missing = [c for c in required if c not in header]
     if missing:
         errors.append(f"{path}: missing column(s) {', '.join(missing)} (needs {','.join(required)}"
                       f"{''.join(f'[,{c}]' for c in optional)}); left out")
         return None
-    frame = frame[[c for c in (*required, *optional) if c in frame.columns]].copy()
-    for column in frame.columns:
-        if column == "strategy":
-            frame[column] = frame[column].map(lambda v: v if pd.isna(v) else vocab.canonical_strategy(v))
-        elif column in TEXT:
-            frame[column] = frame[column].str.strip()
+    columns = [c for c in (*required, *optional) if c in header]
+    where = {c: header.index(c) for c in columns}
+    bad: dict[str, list[int]] = {}
+    rows = []
+    for line, cells in records:
+        row = {"line": line}
+        for column in columns:
+            text = cells[where[column]].strip() if where[column] < len(cells) else ""
+            if not text:
+                row[column] = None
+            elif column == "strategy":
+                row[column] = vocab.canonical_strategy(text)
+            elif column in TEXT:
+                row[column] = text
+            else:
+                row[column] = _number(text)
+                if row[column] is None:
+                    bad.setdefault(column, []).append(line)
+        rows.append(row)
+    for column, lines in bad.items():
+        problems.append(f"{path}: column {column}: not a number on line(s) {_lines(lines)}; those values are left out")
+    incomplete = [r["line"] for r in rows if any(r[c] is None for c in required)]
+    if incomplete:
+        problems.append(f"{path}: line(s) {_lines(incomplete)} lack a value of {', '.join(required)}; those rows "
+                        "are left out")
+        rows = [r for r in rows if all(r[c] is not None for c in required)]
+    keys = [c for c in ("model", "dataset", "strategy", "attribution") if c in columns]
+    seen, unique, repeated = set(), [], []
+    for row in rows:
+        key = tuple(row[k] for k in keys)
+        if key in seen:
+            repeated.append(row["line"])
         else:
-            frame[column] = _numbers(frame, column, path, problems)
-    incomplete = frame[list(required)].isna().any(axis=1)
-    if incomplete.any():
-        lines = ", ".join(str(i + 2) for i in frame.index[incomplete][:10])
-        problems.append(f"{path}: line(s) {lines} lack a value of {', '.join(required)}; those rows are left out")
-        frame = frame[~incomplete]
-    keys = [c for c in ("model", "dataset", "strategy", "attribution") if c in frame.columns]
-    repeated = frame.duplicated(keys, keep="first")
-    if repeated.any():
-        lines = ", ".join(str(i + 2) for i in frame.index[repeated][:10])
-        problems.append(f"{path}: line(s) {lines} repeat a ({', '.join(keys)}) row; the first one is used")
-        frame = frame[~repeated]
-    if frame.empty:
+            seen.add(key)
+            unique.append(row)
+    if repeated:
+        problems.append(f"{path}: line(s) {_lines(repeated)} repeat a ({', '.join(keys)}) row; the first one is used")
+    if not unique:
         errors.append(f"{path}: no usable rows; left out")
         return None
-    return frame.reset_index(drop=True)
+    return unique
 
 
-def _warn_fractions(frame: pd.DataFrame, columns: list[str], path: Path, problems: list[str]) -> None:
-    values = frame[columns].to_numpy(dtype=float).ravel()
-    if len(values) > 1 and (values <= 1.0).all():
+def _warn_fractions(rows: list[dict], columns: list[str], path: Path, problems: list[str]) -> None:
+    values = [row[c] for row in rows for c in columns]
+    if len(values) > 1 and all(v is not None and v <= 1.0 for v in values):
         problems.append(f"{path}: every value of {', '.join(columns)} is <= 1: these must be percent "
                         "(81.2, not 0.812)")
 
 
-def results_cells(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    for column in RESULTS[1]:
-        if column not in frame:
-            frame[column] = float("nan")
-    frame = frame.assign(parse_fail_rate=float("nan"), n=float("nan"))
-    train = frame[frame["strategy"].eq(vocab.TRAIN)]
-    test = frame[~frame["strategy"].eq(vocab.TRAIN)]
-    accuracy = test[["model", "dataset", "strategy", "accuracy", "timeout_rate", "parse_fail_rate", "n"]]
-    tokens = test.dropna(subset=["tokens_per_question"]).assign(reasoning=True)
-    tokens = tokens[["model", "dataset", "strategy", "tokens_per_question", "reasoning"]]
-    return accuracy.reset_index(drop=True), train[["model", "dataset", "timeout_rate", "parse_fail_rate", "n"]], tokens
+def _cells(rows: list[dict], name: str, **values) -> list[dict]:
+    return [{c: values[c] if c in values else row.get(c) for c in COLUMNS[name]} for row in rows]
+
+
+def results_cells(rows: list[dict]) -> tuple[list[dict], list[dict], list[dict]]:
+    train = [r for r in rows if r["strategy"] == vocab.TRAIN]
+    test = [r for r in rows if r["strategy"] != vocab.TRAIN]
+    tokens = [r for r in test if r.get("tokens_per_question") is not None]
+    return (_cells(test, "accuracy", parse_fail_rate=None, n=None), _cells(train, "train", parse_fail_rate=None, n=None),
+            _cells(tokens, "tokens", reasoning=True))
 
 
 def read_cells(results: str | None = None, suggestibility: str | None = None, costs: str | None = None,
@@ -102,22 +143,19 @@ def read_cells(results: str | None = None, suggestibility: str | None = None, co
     """Cells from whichever CSV files are given and usable; the others stay empty."""
     errors = [] if errors is None else errors
     problems = [] if problems is None else problems
-    cells = Cells(*(empty(name) for name in ("accuracy", "train", "per_user", "tokens", "costs",
-                                             "suggestibility", "ablations")), source="csv")
+    cells = Cells([], [], [], [], [], [], [], source="csv")
     if results:
-        frame = read_table(results, RESULTS, errors, problems)
-        if frame is not None:
-            _warn_fractions(frame, ["accuracy"], Path(results), problems)
-            cells.accuracy, cells.train, cells.tokens = results_cells(frame)
+        rows = read_table(results, RESULTS, errors, problems)
+        if rows is not None:
+            _warn_fractions(rows, ["accuracy"], Path(results), problems)
+            cells.accuracy, cells.train, cells.tokens = results_cells(rows)
     if suggestibility:
-        frame = read_table(suggestibility, SUGGESTIBILITY, errors, problems)
-        if frame is not None:
-            _warn_fractions(frame, ["acc_truth", "acc_lying"], Path(suggestibility), problems)
-            if "attribution" not in frame:
-                frame["attribution"] = None
-            cells.suggestibility = frame.assign(n=float("nan"))[list(empty("suggestibility").columns)]
+        rows = read_table(suggestibility, SUGGESTIBILITY, errors, problems)
+        if rows is not None:
+            _warn_fractions(rows, ["acc_truth", "acc_lying"], Path(suggestibility), problems)
+            cells.suggestibility = _cells(rows, "suggestibility", n=None)
     if costs:
-        frame = read_table(costs, COSTS, errors, problems)
-        if frame is not None:
-            cells.costs = frame[list(empty("costs").columns)]
+        rows = read_table(costs, COSTS, errors, problems)
+        if rows is not None:
+            cells.costs = _cells(rows, "costs")
     return cells

@@ -16,22 +16,21 @@ file takes the plain path, `json.loads` line by line. A last line without its ne
 by a killed writer) always takes the plain path: it is kept if it parses, else skipped and
 reported, as `critique.logs.read_jsonl` does.
 
-Columns come back factorised: (distinct values, int32 codes as bytes), which is what the
-frames are built from and cheap to send between processes; `expand` gives plain lists.
+Records come back as rows: one tuple of the wanted fields per record.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from array import array
+from operator import itemgetter
 from pathlib import Path
 
 _VALUE = re.compile(rb'[ \t]*("[^"\\\n]*(?:\\.[^"\\\n]*)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|null|true|false)')
 _CONSTANTS = {b"null": None, b"true": True, b"false": False}
 _BACKSLASH = 92
 
-Column = tuple[list, bytes]  # distinct values, int32 codes
+Row = tuple  # the wanted fields of one record, in the order asked for
 
 
 def _decode(token: bytes):
@@ -43,22 +42,10 @@ def _decode(token: bytes):
     return float(token) if any(c in token for c in b".eE") else int(token)
 
 
-def _factorize_tokens(tokens: list[bytes]) -> Column:
-    index: dict[bytes, int] = {}
-    codes = array("i", [index.setdefault(t, len(index)) for t in tokens])
-    return [_decode(t) for t in index], codes.tobytes()
-
-
-def factorize(values: list) -> Column:
-    """Distinct values (first-seen order) and the int32 code of every value."""
-    index: dict = {}
-    codes = array("i", [index.setdefault((type(v), v), len(index)) for v in values])
-    return [v for _, v in index], codes.tobytes()
-
-
-def expand(column: Column) -> list:
-    values, codes = column
-    return [values[c] for c in array("i", codes)]
+def _decoded(tokens: list[bytes]) -> list:
+    """The values of raw JSON scalars (each distinct one decoded once)."""
+    values = {t: _decode(t) for t in set(tokens)}
+    return [values[t] for t in tokens]
 
 
 def _line_ends(data: bytes, end: int) -> list[int]:
@@ -70,11 +57,11 @@ def _line_ends(data: bytes, end: int) -> list[int]:
     return ends
 
 
-def _fast(data: bytes, end: int, fields: tuple[str, ...]) -> dict[str, Column] | None:
-    """Columns of the whole lines in data[:end], or None when a line is not as expected."""
+def _fast(data: bytes, end: int, fields: tuple[str, ...]) -> list[Row] | None:
+    """Rows of the whole lines in data[:end], or None when a line is not as expected."""
     ends = _line_ends(data, end)
     if not ends:
-        return {f: ([], b"") for f in fields}
+        return []
     needles = [b'"' + f.encode("utf-8") + b'":' for f in fields]
     first = [data.find(n, 0, ends[0]) for n in needles]
     if min(first) < 0:
@@ -94,13 +81,13 @@ def _fast(data: bytes, end: int, fields: tuple[str, ...]) -> dict[str, Column] |
             append(value[1])
         start = stop + 1
     try:
-        return {f: _factorize_tokens(t) for f, t in zip(fields, tokens)}
+        return list(zip(*(_decoded(t) for t in tokens)))
     except ValueError:  # an escape that is not JSON: let json.loads judge the line
         return None
 
 
 def _plain(data: bytes, first_line: int, fields: tuple[str, ...], path: Path,
-           problems: list[str] | None) -> list[tuple]:
+           problems: list[str] | None) -> list[Row]:
     rows = []
     for number, line in enumerate(data.split(b"\n"), start=first_line):
         body = line.strip()
@@ -141,22 +128,28 @@ def _selected(data: bytes, end: int, where: Where) -> bytes:
     return b"".join(parts)
 
 
-def _whole(data: bytes, end: int, fields: tuple[str, ...]) -> dict[str, Column] | None:
-    """Columns of the whole lines in data[:end], parsed at once as one JSON array (short records:
+def _whole(data: bytes, end: int, fields: tuple[str, ...]) -> list[Row] | None:
+    """Rows of the whole lines in data[:end], parsed at once as one JSON array (short records:
     one json.loads call costs half of one per line); None when a line is not one JSON object."""
     body = data[:end].rstrip(b"\n")
     if not body:
-        return {f: ([], b"") for f in fields}
+        return []
     try:
         records = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
     except ValueError:
         return None
     if len(records) != body.count(b"\n") + 1 or not all(type(r) is dict for r in records):
         return None  # a blank line, a line holding two values, or one that is not an object
-    return {f: factorize([r.get(f) for r in records]) for f in fields}
+    take = itemgetter(*fields) if len(fields) > 1 else None
+    try:
+        if take is not None:
+            return list(map(take, records))  # every record has every field: the common case
+    except KeyError:
+        pass
+    return [tuple(map(record.get, fields)) for record in records]
 
 
-def _chosen(rows: list[tuple], fields: tuple[str, ...], where: Where | None) -> list[tuple]:
+def _chosen(rows: list[Row], fields: tuple[str, ...], where: Where | None) -> list[Row]:
     if where is None:
         return rows
     index = fields.index(where[0])
@@ -164,8 +157,8 @@ def _chosen(rows: list[tuple], fields: tuple[str, ...], where: Where | None) -> 
 
 
 def scan(path: str | Path, fields: tuple[str, ...], problems: list[str] | None = None,
-         exact: bool = False, where: Where | None = None) -> dict[str, Column]:
-    """Factorised column per field (None where a record lacks it) over the whole records of `path`.
+         exact: bool = False, where: Where | None = None) -> list[Row]:
+    """One row per whole record of `path`: its `fields` in order (None where a record lacks one).
 
     where=(field, values): only the records whose `field` is one of `values` (`field` must be
     among `fields`); the other lines are passed over without reading them (for the long
@@ -175,22 +168,18 @@ def scan(path: str | Path, fields: tuple[str, ...], problems: list[str] | None =
     """
     path = Path(path)
     if not path.exists():
-        return {f: ([], b"") for f in fields}
+        return []
     data = path.read_bytes()
     end = data.rfind(b"\n") + 1
-    columns = None
+    rows = None
     if not exact and where is None:
-        columns = _whole(data, end, fields)
+        rows = _whole(data, end, fields)
     elif not exact:
         lines = _selected(data, end, where)
-        columns = _fast(lines, len(lines), fields)
-    if columns is None:
-        rows = _chosen(_plain(data, 1, fields, path, problems), fields, where)
-    else:
-        tail = data[end:]
-        rows = _chosen(_plain(tail, data.count(b"\n", 0, end) + 1, fields, path, problems), fields, where) \
-            if tail.strip() else []
-        if not rows:
-            return columns
-        rows = list(zip(*(expand(columns[f]) for f in fields))) + rows
-    return {f: factorize([row[i] for row in rows]) for i, f in enumerate(fields)}
+        rows = _fast(lines, len(lines), fields)
+    if rows is None:
+        return _chosen(_plain(data, 1, fields, path, problems), fields, where)
+    tail = data[end:]
+    if tail.strip():
+        rows += _chosen(_plain(tail, data.count(b"\n", 0, end) + 1, fields, path, problems), fields, where)
+    return rows

@@ -1,9 +1,10 @@
-"""Find run directories, check their manifests, and read their records (no pandas here).
+"""Find run directories, check their manifests, and read their records.
 
 `start` reads the manifests at once and the JSON-lines logs in worker processes when the
-logs are large, so that the caller can import pandas and scipy while the workers read.
-Each column comes back factorised (distinct values + int32 codes), cheap to send between
-processes and to turn into a frame.
+logs are large, while scipy.stats loads in its helper (analysis.stats). A run's records come
+back counted per (stage, strategy, user) (analysis.tally), cheap to send between processes;
+only the runs of an experiment that another run also did come back as records, for
+analysis.load to keep the later run's.
 """
 
 from __future__ import annotations
@@ -15,18 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from critique import logs
-from analysis import vocab
+from analysis import tally, vocab
 from analysis.jsonl import scan
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
-                     "completion_tokens", "reasoning_tokens", "error")
+                     "completion_tokens", "reasoning_tokens", "error")  # the order analysis.tally reads
 # A prediction carries the tokens of the call that answered it, so only the calls without a
 # prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
 CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error")
 CALL_STAGES = ("stage", frozenset({vocab.CRITIQUE, vocab.SUMMARY}))
 CALL_IDS = ("user", "item_id")  # read only where another run did the same experiment
-# Tables 3, 5 and 9 read these from plain runs only
-PLAIN_ONLY = ("timeout", "parse_failed", "completion_tokens", "reasoning_tokens", "error")
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this, worker processes cost more than they save
 
 
@@ -138,27 +137,51 @@ def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: li
     return kept
 
 
-def read_records(path: str, plain: bool, with_ids: bool, with_users: bool,
-                 exact: bool) -> tuple[dict, dict, list[str], list[str]]:
-    """Factorised prediction and call columns of one run (see analysis.jsonl), the problems met,
-    and the errors (a log that cannot be read at all: the run is left out).
+def read_records(path: str, plain: bool, shared: bool, with_users: bool,
+                 exact: bool) -> tuple[dict | list, dict | list, list[str], list[str]]:
+    """One run's predictions and calls, the problems met, and the errors (a log that cannot be
+    read at all: the run is left out).
 
-    Only what a table uses is read: calls (critiques and summaries), tokens, timeouts and parse
-    failures of plain runs only;
-    users only for preference data; the user and item ids of calls only when another run
-    did the same experiment (to drop the older run's repeats). A field not read is None.
+    Predictions and calls come as tallies (analysis.tally), or, for a run whose experiment
+    another run also did (`shared`), as rows, for analysis.load to keep the later run's.
+    Within a run a later prediction of an item replaces an earlier one (a rerun after a failed
+    call); only answered calls are kept. Only what a table uses is counted: calls (critiques and
+    summaries), tokens, timeouts and parse failures of plain runs only; users only for
+    preference data (others count as the one user ""); the user and item ids of calls are
+    read only for shared runs.
     """
     problems: list[str] = []
-    skip = set() if with_users else {"user"}
-    wanted = tuple(f for f in PREDICTION_FIELDS if f not in skip and (plain or f not in PLAIN_ONLY))
-    calls_wanted = tuple(f for f in CALL_FIELDS if f not in skip and (with_ids or f not in CALL_IDS))
-    nothing = ({f: ([], b"") for f in wanted}, {f: ([], b"") for f in calls_wanted})
+    calls_wanted = tuple(f if shared or f not in CALL_IDS else None for f in CALL_FIELDS)
     try:
-        predictions = scan(Path(path) / logs.PREDICTIONS, wanted, problems, exact)
-        calls = scan(Path(path) / logs.CALLS, calls_wanted, problems, exact, CALL_STAGES) if plain else nothing[1]
+        predictions = scan(Path(path) / logs.PREDICTIONS, PREDICTION_FIELDS, problems, exact)
+        calls = _rows(scan(Path(path) / logs.CALLS, _named(calls_wanted), problems, exact, CALL_STAGES),
+                      calls_wanted) if plain else []
     except OSError as exc:
-        return *nothing, problems, [f"{path}: cannot read its logs ({exc}); left out"]
-    return predictions, calls, problems, []
+        return {}, {}, problems, [f"{path}: cannot read its logs ({exc}); left out"]
+    predictions, calls = tally.latest_per_item(predictions), tally.answered_calls(calls)
+    if shared:
+        return predictions, calls, problems, []
+    return tally.predictions(predictions, plain, with_users), tally.calls(calls), problems, []
+
+
+def _named(fields: tuple) -> tuple[str, ...]:
+    return tuple(f for f in fields if f is not None)
+
+
+def _rows(rows: list[tuple], fields: tuple) -> list[tuple]:
+    """Rows with None in the places of the fields not read (`fields` holds None there)."""
+    if all(fields):
+        return rows
+    places = [i for i, f in enumerate(fields) if f is not None]
+    width = len(fields)
+
+    def full(row: tuple) -> tuple:
+        out = [None] * width
+        for i, value in zip(places, row):
+            out[i] = value
+        return tuple(out)
+
+    return [full(row) for row in rows]
 
 
 def experiment(meta: dict) -> tuple:
@@ -167,7 +190,7 @@ def experiment(meta: dict) -> tuple:
 
 
 def jobs(metas: list[dict]) -> list[tuple[str, bool, bool, bool, bool]]:
-    """The arguments of read_records for each run."""
+    """The arguments of read_records for each run (`shared`: another run did the same experiment)."""
     counts: dict[tuple, int] = {}
     for meta in metas:
         counts[experiment(meta)] = counts.get(experiment(meta), 0) + 1
@@ -203,15 +226,16 @@ class Pending:
 
 
 def start(paths: list[str], allow_mixed: bool = False, workers: int | None = None) -> Pending:
-    """Read the manifests now; read the logs now (small) or in worker processes (large)."""
+    """Read the manifests now; read the logs now (small, or a machine of 2 cores or fewer) or in
+    worker processes (large)."""
     errors: list[str] = []
     problems: list[str] = []
     metas = select(read_manifests(find_runs(paths, errors), errors), allow_mixed, errors, problems)
     metas.sort(key=lambda m: (m["started"], m["path"]))  # later runs' records replace earlier ones
     pending = Pending(metas, problems, errors)
     work = jobs(metas)
-    if workers is None:
-        workers = usable_cores() if _log_bytes(metas) >= PARALLEL_BYTES else 1
+    if workers is None:  # one core is left to the scipy helper (analysis.stats), which loads meanwhile
+        workers = usable_cores() - 1 if _log_bytes(metas) >= PARALLEL_BYTES else 1
     workers = min(workers, len(work))
     if workers <= 1:
         pending._done = [read_records(*job) for job in work]

@@ -10,15 +10,16 @@ from __future__ import annotations
 import base64
 import html
 import io
+import statistics
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
 from analysis import render, vocab  # noqa: E402
+from analysis.cells import mean  # noqa: E402
 from analysis.tables import Result, Table, strategy_order  # noqa: E402
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -35,24 +36,33 @@ def data_uri(figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def rows(result: Result, key: str) -> pd.DataFrame:
+def rows(result: Result, key: str) -> list[dict]:
     table = result.table(key)
-    return pd.DataFrame(table.rows, columns=table.columns) if not table.skipped else pd.DataFrame()
+    return [] if table.skipped else table.rows
+
+
+def grouped(rows_: list[dict], keys: tuple[str, ...], value: str) -> dict[tuple, list]:
+    """key -> the values of `value` in the rows with that key (None left out)."""
+    out: dict[tuple, list] = {}
+    for row in rows_:
+        if row[value] is not None:
+            out.setdefault(tuple(row[k] for k in keys), []).append(row[value])
+    return out
 
 
 def plot_accuracy(result: Result):
     """Accuracy per strategy per dataset: mean over models, with the SD over models."""
-    frame = rows(result, "table1")
-    if frame.empty:
+    cells = grouped(rows(result, "table1"), ("dataset", "strategy"), "accuracy")
+    if not cells:
         return None, "no accuracy table"
-    stats = frame.groupby(["dataset", "strategy"])["accuracy"].agg(["mean", "std"]).reset_index()
-    datasets, strategies = sorted(stats["dataset"].unique()), strategy_order(stats["strategy"])
+    datasets = sorted({d for d, _ in cells})
+    strategies = strategy_order(s for _, s in cells)
     figure, axis = plt.subplots(figsize=(max(6.0, 1.3 * len(datasets)), 4))
     width = 0.8 / len(strategies)
     for i, strategy in enumerate(strategies):
-        part = stats[stats["strategy"].eq(strategy)].set_index("dataset").reindex(datasets)
-        axis.bar(np.arange(len(datasets)) + i * width, part["mean"], width, yerr=part["std"].fillna(0),
-                 label=strategy, capsize=2)
+        values = [cells.get((d, strategy), []) for d in datasets]
+        axis.bar(np.arange(len(datasets)) + i * width, [mean(v) if v else np.nan for v in values], width,
+                 yerr=[statistics.stdev(v) if len(v) > 1 else 0.0 for v in values], label=strategy, capsize=2)
     axis.set_xticks(np.arange(len(datasets)) + 0.4 - width / 2, datasets, rotation=20)
     axis.set_ylabel("accuracy (%), mean over models")
     axis.legend(fontsize=8, ncol=len(strategies))
@@ -62,19 +72,21 @@ def plot_accuracy(result: Result):
 def plot_suggestibility(result: Result):
     """Suggestibility versus the EP+SEM_CRIT gain, one point per (model, dataset)."""
     sugg, acc = rows(result, "table4"), rows(result, "table1")
-    if sugg.empty or acc.empty:
+    if not sugg or not acc:
         return None, "needs Table 1 and Table 4"
     claim = result.claims.get("C4") or {}
-    sugg = sugg[sugg["attribution"].fillna("").eq(claim.get("attribution") or "")] if claim else sugg
-    wide = acc.pivot_table(index=["model", "dataset"], columns="strategy", values="accuracy")
-    points = sugg.set_index(["model", "dataset"])["suggestibility"]
+    if claim:
+        sugg = [r for r in sugg if (r["attribution"] or "") == (claim.get("attribution") or "")]
+    points = {(r["model"], r["dataset"]): r["suggestibility"] for r in sugg if r["suggestibility"] is not None}
+    accuracy = {(r["model"], r["dataset"], r["strategy"]): r["accuracy"] for r in acc if r["accuracy"] is not None}
     figure, axis = plt.subplots(figsize=(6, 4))
     drawn = False
     for baseline in vocab.BASELINES:
-        if vocab.BEST in wide and baseline in wide:
-            both = pd.concat([points, (wide[vocab.BEST] - wide[baseline]).rename("gain")], axis=1, join="inner")
-            axis.scatter(both["suggestibility"], both["gain"], label=f"gain over {baseline}", alpha=0.8)
-            drawn = drawn or not both.empty
+        both = [(s, accuracy[(*p, vocab.BEST)] - accuracy[(*p, baseline)]) for p, s in points.items()
+                if (*p, vocab.BEST) in accuracy and (*p, baseline) in accuracy]
+        if both:
+            axis.scatter([s for s, _ in both], [g for _, g in both], label=f"gain over {baseline}", alpha=0.8)
+            drawn = True
     if not drawn:
         plt.close(figure)
         return None, f"no (model, dataset) point has both suggestibility and the {vocab.BEST} gain"
@@ -87,12 +99,12 @@ def plot_suggestibility(result: Result):
 
 def plot_tokens(result: Result):
     """Output tokens per question by strategy, over reasoning model x dataset cells."""
-    frame = rows(result, "table3")
-    if frame.empty:
+    tokens = grouped(rows(result, "table3"), ("strategy",), "tokens_per_question")
+    if not tokens:
         return None, result.table("table3").skipped or "no token table"
-    strategies = strategy_order(frame["strategy"])
+    strategies = strategy_order(s for s, in tokens)
     figure, axis = plt.subplots(figsize=(6, 4))
-    axis.boxplot([frame.loc[frame["strategy"].eq(s), "tokens_per_question"] for s in strategies])
+    axis.boxplot([tokens[(s,)] for s in strategies])
     axis.set_xticks(range(1, len(strategies) + 1), strategies, rotation=15)
     axis.set_ylabel("output tokens per question (reasoning included)")
     return figure, None
@@ -100,19 +112,18 @@ def plot_tokens(result: Result):
 
 def plot_per_user(result: Result):
     """Per-user accuracy for preference datasets: one dot per user, per strategy."""
-    frame = rows(result, "table10")
-    if frame.empty:
+    users = grouped(rows(result, "table10"), ("dataset", "strategy", "user"), "accuracy")
+    if not users:
         return None, result.table("table10").skipped or "no per-user table"
-    datasets = sorted(frame["dataset"].unique())
+    datasets = sorted({d for d, _, _ in users})
     figure, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets), 3.6), sharey=True, squeeze=False)
     for axis, dataset in zip(axes[0], datasets):
-        part = frame[frame["dataset"].eq(dataset)]
-        users = part.groupby(["strategy", "user"])["accuracy"].mean().reset_index()  # mean over models
-        strategies = strategy_order(users["strategy"])
+        strategies = strategy_order(s for d, s, _ in users if d == dataset)
         for i, strategy in enumerate(strategies):
-            values = users.loc[users["strategy"].eq(strategy), "accuracy"]
+            values = [mean(v) for (d, s, _), v in sorted(users.items(), key=lambda item: str(item[0][2]))
+                      if d == dataset and s == strategy]  # each user's accuracy: the mean over models
             axis.scatter(np.full(len(values), i) + np.linspace(-0.15, 0.15, len(values)), values, s=12, alpha=0.7)
-            axis.plot([i - 0.25, i + 0.25], [values.mean()] * 2, color="black")
+            axis.plot([i - 0.25, i + 0.25], [mean(values)] * 2, color="black")
         axis.set_xticks(range(len(strategies)), strategies, rotation=45, fontsize=7)
         axis.set_title(dataset, fontsize=9)
     axes[0][0].set_ylabel("accuracy (%) per user, mean over models")

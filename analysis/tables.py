@@ -7,13 +7,11 @@ view for reading, or `skipped` with one line saying why the inputs cannot fill i
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
-
 from analysis import vocab
-from analysis.cells import COST_STAGES, Cells
+from analysis.cells import COST_STAGES, Cells, mean, value_key
 from analysis.stats import paired_summary, spearman
 
 TITLES = {
@@ -59,16 +57,14 @@ class Result:
 
 
 def plain_value(value):
-    """A JSON-ready scalar: numpy -> Python, NaN -> None."""
-    if isinstance(value, np.generic):
-        value = value.item()
+    """A JSON-ready scalar: NaN -> None."""
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
 
 
-def records(frame: pd.DataFrame, columns: list[str]) -> list[dict]:
-    return [{c: plain_value(v) for c, v in zip(columns, row)} for row in frame[columns].itertuples(index=False)]
+def records(rows: list[dict], columns: list[str]) -> list[dict]:
+    return [{c: plain_value(row.get(c)) for c in columns} for row in rows]
 
 
 def strategy_order(names) -> list[str]:
@@ -77,25 +73,23 @@ def strategy_order(names) -> list[str]:
     return known + sorted(n for n in names if n not in known)
 
 
-def sort_strategies(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    order = {name: i for i, name in enumerate(strategy_order(frame["strategy"]))}
-    return frame.assign(_order=frame["strategy"].map(order)).sort_values(keys + ["_order"]).drop(columns="_order")
+def sort_strategies(rows: list[dict], keys: list[str]) -> list[dict]:
+    """Sorted by `keys`, then strategies in the study's order (stable)."""
+    order = {name: i for i, name in enumerate(strategy_order(r["strategy"] for r in rows))}
+    return sorted(rows, key=lambda r: (*(value_key(r[k]) for k in keys), order[r["strategy"]]))
 
 
-def wide_view(frame: pd.DataFrame, index: list[str], column: str, value: str, order: list,
+def wide_view(rows: list[dict], index: list[str], column: str, value: str, order: list,
               labels: dict | None = None) -> tuple[list[str], list[dict]]:
-    """One row per `index`, one column per value of `column` (in `order`)."""
+    """One row per `index` (in the rows' order), one column per value of `column` (in `order`)."""
     labels = labels or {}
-    table = frame.set_index(index + [column])[value].unstack(column)
-    seen = frame[index].drop_duplicates()  # rows in the frame's order (strategies in study order)
-    table = table.reindex(pd.MultiIndex.from_frame(seen) if len(index) > 1 else pd.Index(seen[index[0]]))
-    present = [o for o in order if o in table.columns]
+    table: dict[tuple, dict] = {}
+    for row in rows:
+        table.setdefault(tuple(row[k] for k in index), {})[row[column]] = row[value]
+    present = [o for o in order if any(o in cells for cells in table.values())]
     columns = index + [labels.get(o, str(o)) for o in present]
-    rows = []
-    for key, values in zip(table.index, table[present].itertuples(index=False)):
-        key = key if isinstance(key, tuple) else (key,)
-        rows.append(dict(zip(columns, [*key, *(plain_value(v) for v in values)])))
-    return columns, rows
+    return columns, [dict(zip(columns, [*key, *(plain_value(cells.get(o)) for o in present)]))
+                     for key, cells in table.items()]
 
 
 def skip(key: str, why: str) -> Table:
@@ -103,28 +97,31 @@ def skip(key: str, why: str) -> Table:
 
 
 def table1(cells: Cells) -> Table:
-    acc = cells.accuracy
-    if acc.empty:
+    if not cells.accuracy:
         return skip("table1", "no test-stage predictions of plain runs among the inputs")
-    acc = sort_strategies(acc, ["model", "dataset"])
+    acc = sort_strategies(cells.accuracy, ["model", "dataset"])
     columns = ["model", "dataset", "strategy", "accuracy", "n"]
     view_columns, view_rows = wide_view(acc, ["model", "dataset"], "strategy", "accuracy",
-                                        strategy_order(acc["strategy"]))
+                                        strategy_order(r["strategy"] for r in acc))
     return Table("table1", TITLES["table1"], columns, records(acc, columns), None, view_columns, view_rows)
 
 
-def points(cells: Cells) -> pd.DataFrame:
-    """Accuracy per (model, dataset) point, one column per strategy."""
-    if cells.accuracy.empty:
-        return pd.DataFrame()
-    return cells.accuracy.set_index(["model", "dataset", "strategy"])["accuracy"].unstack("strategy")
+Points = dict  # (model, dataset) -> strategy -> accuracy
 
 
-def gains(points_: pd.DataFrame, critique: str, baseline: str) -> pd.Series:
-    """Accuracy of `critique` minus accuracy of `baseline` (points), where a point has both."""
-    if critique not in points_ or baseline not in points_:
-        return pd.Series(dtype=float)
-    return (points_[critique] - points_[baseline]).dropna()
+def points(cells: Cells) -> Points:
+    """Accuracy per (model, dataset) point and strategy."""
+    out: Points = {}
+    for row in cells.accuracy:
+        if row["accuracy"] is not None:
+            out.setdefault((row["model"], row["dataset"]), {})[row["strategy"]] = row["accuracy"]
+    return out
+
+
+def gains(points_: Points, critique: str, baseline: str) -> dict[tuple, float]:
+    """(model, dataset) -> accuracy of `critique` minus accuracy of `baseline` (points), where a point has both."""
+    return {point: acc[critique] - acc[baseline] for point, acc in points_.items()
+            if critique in acc and baseline in acc}
 
 
 def table2(cells: Cells) -> Table:
@@ -133,87 +130,95 @@ def table2(cells: Cells) -> Table:
     for critique in vocab.CRITIQUE_STRATEGIES:
         for baseline in vocab.BASELINES:
             diff = gains(wide, critique, baseline)
-            if len(diff):
-                rows.append({"critique": critique, "baseline": baseline, **paired_summary(diff.to_numpy())})
+            if diff:
+                rows.append({"critique": critique, "baseline": baseline, **paired_summary(list(diff.values()))})
     if not rows:
         return skip("table2", "no (model, dataset) point has both a critique strategy and a baseline")
     note = "n: (model, dataset) points; 95% t-interval; p_sign: exact two-sided sign test, ties excluded"
     return Table("table2", TITLES["table2"], columns, [{c: r[c] for c in columns} for r in rows], note=note)
 
 
-def reasoning_tokens(cells: Cells) -> pd.DataFrame:
-    tokens = cells.tokens[cells.tokens["reasoning"].eq(True)]
-    return tokens.dropna(subset=["tokens_per_question"])
+def reasoning_tokens(cells: Cells) -> list[dict]:
+    return [r for r in cells.tokens if r["reasoning"] is True and r["tokens_per_question"] is not None]
+
+
+def _reduction(base, tokens) -> float | None:
+    return (base - tokens) / base * 100.0 if base else None
 
 
 def table3(cells: Cells) -> Table:
     tokens = reasoning_tokens(cells)
-    if tokens.empty:
+    if not tokens:
         return skip("table3", "no reasoning model among the inputs (no call reports reasoning tokens, "
                               "none declared; in CSV input: no tokens_per_question)")
-    ep = tokens[tokens["strategy"].eq(vocab.EP_LABEL)].set_index(["model", "dataset"])["tokens_per_question"]
-    base = pd.Series([ep.get((m, d)) for m, d in zip(tokens["model"], tokens["dataset"])], index=tokens.index,
-                     dtype=float)
-    reduction = (base - tokens["tokens_per_question"]) / base * 100.0
-    tokens = tokens.assign(reduction_pct=reduction.where(tokens["strategy"].isin(vocab.CRITIQUE_STRATEGIES)))
-    tokens = sort_strategies(tokens, ["model", "dataset"])
+    ep = {(r["model"], r["dataset"]): r["tokens_per_question"] for r in tokens if r["strategy"] == vocab.EP_LABEL}
+    tokens = sort_strategies([{**r, "reduction_pct": _reduction(ep.get((r["model"], r["dataset"])),
+                                                                r["tokens_per_question"])
+                               if r["strategy"] in vocab.CRITIQUE_STRATEGIES else None} for r in tokens],
+                             ["model", "dataset"])
     columns = ["model", "dataset", "strategy", "tokens_per_question", "reduction_pct"]
     view_columns, view_rows = wide_view(tokens, ["model", "dataset"], "strategy", "tokens_per_question",
-                                        strategy_order(tokens["strategy"]))
+                                        strategy_order(r["strategy"] for r in tokens))
     note = "reduction_pct (JSON): relative reduction versus EP_LABEL of the same model and dataset"
     return Table("table3", TITLES["table3"], columns, records(tokens, columns), None, view_columns, view_rows, note)
 
 
-def suggestibility(cells: Cells) -> pd.DataFrame:
-    frame = cells.suggestibility.copy()
-    frame["suggestibility"] = frame["acc_truth"].astype(float) - frame["acc_lying"].astype(float)
-    frame["attribution"] = frame["attribution"].map(lambda a: a if isinstance(a, str) and a else None)
-    return frame.sort_values(["model", "dataset"], kind="stable")
+def _difference(a, b) -> float | None:
+    return None if a is None or b is None else float(a) - float(b)
+
+
+def suggestibility(cells: Cells) -> list[dict]:
+    rows = [{**r, "suggestibility": _difference(r["acc_truth"], r["acc_lying"]),
+             "attribution": r["attribution"] if isinstance(r["attribution"], str) and r["attribution"] else None}
+            for r in cells.suggestibility]
+    return sorted(rows, key=lambda r: (value_key(r["model"]), value_key(r["dataset"])))
 
 
 def table4(cells: Cells) -> Table:
-    if cells.suggestibility.empty:
+    if not cells.suggestibility:
         return skip("table4", "no suggestibility probe among the inputs (runs with manifest.probe.name == "
                               "'suggestibility', or --suggestibility CSV)")
     columns = ["model", "dataset", "attribution", "acc_truth", "acc_lying", "suggestibility", "n"]
     return Table("table4", TITLES["table4"], columns, records(suggestibility(cells), columns))
 
 
+def _total(values: list) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
 def table5_costs(cells: Cells) -> Table:
-    if cells.costs.empty:
+    if not cells.costs:
         return skip("table5_costs", "no training-stage calls of plain runs (or no --costs CSV)")
-    costs = cells.costs.assign(total=cells.costs[["init_tokens", "critique_tokens", "summary_tokens"]].sum(
-        axis=1, min_count=1))
+    costs = [{**r, "total": _total([r["init_tokens"], r["critique_tokens"], r["summary_tokens"]])}
+             for r in cells.costs]
     columns = ["model", "dataset", "init_tokens", "critique_tokens", "summary_tokens", "total"]
     return Table("table5_costs", TITLES["table5_costs"], columns, records(costs, columns))
 
 
 def break_even_rows(cells: Cells) -> list[dict]:
-    tokens = reasoning_tokens(cells).set_index(["model", "dataset", "strategy"])["tokens_per_question"]
-    tokens = tokens.unstack("strategy")
+    tokens: dict[tuple, dict] = {}
+    for r in reasoning_tokens(cells):
+        tokens.setdefault((r["model"], r["dataset"]), {})[r["strategy"]] = r["tokens_per_question"]
     rows = []
-    for cost in cells.costs.itertuples(index=False):
-        point = (cost.model, cost.dataset)
-        if point not in tokens.index or vocab.EP_LABEL not in tokens:
-            continue
-        per_query = tokens.loc[point]
+    for cost in cells.costs:
+        per_query = tokens.get((cost["model"], cost["dataset"]), {})
         for strategy, stages in vocab.OFFLINE_STAGES.items():
-            paid = [getattr(cost, COST_STAGES[stage]) for stage in stages]
-            if strategy not in per_query or any(pd.isna(v) for v in [*paid, per_query[strategy],
-                                                                      per_query[vocab.EP_LABEL]]):
+            paid = [cost[COST_STAGES[stage]] for stage in stages]
+            if any(v is None for v in [*paid, per_query.get(strategy), per_query.get(vocab.EP_LABEL)]):
                 continue
             offline = float(sum(paid))
             saving = float(per_query[vocab.EP_LABEL] - per_query[strategy])
-            rows.append({"model": cost.model, "dataset": cost.dataset, "strategy": strategy,
+            rows.append({"model": cost["model"], "dataset": cost["dataset"], "strategy": strategy,
                          "offline_tokens": offline, "saving_per_query": saving,
                          "break_even": offline / saving if saving > 0 else "never"})
     return rows
 
 
 def table5(cells: Cells) -> Table:
-    if cells.costs.empty:
+    if not cells.costs:
         return skip("table5", "no offline costs (training-stage calls of plain runs, or --costs CSV)")
-    if reasoning_tokens(cells).empty:
+    if not reasoning_tokens(cells):
         return skip("table5", "no reasoning-model tokens per question (see Table 3)")
     rows = break_even_rows(cells)
     if not rows:
@@ -226,71 +231,69 @@ def table5(cells: Cells) -> Table:
     return Table("table5", TITLES["table5"], columns, rows, note=note)
 
 
-def _value_key(value):
-    try:
-        return (0, float(value), "")
-    except (TypeError, ValueError):
-        return (1, 0.0, str(value))
-
-
 def ablation_table(cells: Cells, name: str) -> Table:
     key = vocab.ABLATIONS[name]
-    frame = cells.ablations[cells.ablations["ablation"].eq(name)]
-    if frame.empty:
+    rows = [r for r in cells.ablations if r["ablation"] == name]
+    if not rows:
         return skip(key, f"no ablation runs with manifest.ablation.name == {name!r} among the inputs")
-    frame = sort_strategies(frame, ["model", "dataset"])
+    rows = sort_strategies(rows, ["model", "dataset"])
     columns = ["model", "dataset", "strategy", "value", "accuracy", "n"]
-    order = sorted(frame["value"].unique(), key=_value_key)
+    order = sorted(dict.fromkeys(r["value"] for r in rows), key=value_key)
     labels = {v: f"{ABLATION_LABELS[name]}={v}" for v in order}
-    view_columns, view_rows = wide_view(frame, ["model", "dataset", "strategy"], "value", "accuracy", order, labels)
-    return Table(key, TITLES[key], columns, records(frame, columns), None, view_columns, view_rows)
+    view_columns, view_rows = wide_view(rows, ["model", "dataset", "strategy"], "value", "accuracy", order, labels)
+    return Table(key, TITLES[key], columns, records(rows, columns), None, view_columns, view_rows)
 
 
 def table9(cells: Cells) -> Table:
-    test = cells.accuracy.dropna(subset=["timeout_rate"])
-    train = cells.train.dropna(subset=["timeout_rate"]).assign(strategy=vocab.TRAIN)
-    frame = pd.concat([f for f in (train, test) if not f.empty], ignore_index=True) if len(train) + len(test) else None
-    if frame is None:
+    train = [{**r, "strategy": vocab.TRAIN} for r in cells.train if r["timeout_rate"] is not None]
+    test = [r for r in cells.accuracy if r["timeout_rate"] is not None]
+    if not train and not test:
         return skip("table9", "no timeout information (no predictions, or results.csv without timeout_rate)")
-    frame = sort_strategies(frame, ["model", "dataset"])
+    rows = sort_strategies(train + test, ["model", "dataset"])
     columns = ["model", "dataset", "strategy", "timeout_rate", "parse_fail_rate", "n"]
-    view_columns, view_rows = wide_view(frame, ["model", "dataset"], "strategy", "timeout_rate",
-                                        strategy_order(frame["strategy"]))
+    view_columns, view_rows = wide_view(rows, ["model", "dataset"], "strategy", "timeout_rate",
+                                        strategy_order(r["strategy"] for r in rows))
     note = "parse_fail_rate (JSON): answers that could not be parsed; both count as wrong in every accuracy"
-    return Table("table9", TITLES["table9"], columns, records(frame, columns), None, view_columns, view_rows, note)
+    return Table("table9", TITLES["table9"], columns, records(rows, columns), None, view_columns, view_rows, note)
 
 
-def per_user_view(frame: pd.DataFrame, summary: pd.DataFrame) -> tuple[list[str], list[dict]]:
-    frame = frame.assign(slot=frame.groupby("dataset")["user"].rank(method="dense").astype(int))
-    slots = sorted(frame["slot"].unique())
-    labels = {s: f"u{s}" for s in slots}
-    columns, rows = wide_view(frame, ["dataset", "model", "strategy"], "slot", "accuracy", slots, labels)
-    stats = {(d, m, s): (mean, sd) for d, m, s, mean, sd in
-             summary[["dataset", "model", "strategy", "mean", "sd"]].itertuples(index=False)}
+def per_user_view(rows: list[dict], summary: list[dict]) -> tuple[list[str], list[dict]]:
+    users: dict = {}
     for row in rows:
-        mean, sd = stats[(row["dataset"], row["model"], row["strategy"])]
-        row["mean"], row["sd"] = plain_value(mean), plain_value(sd)
-    return columns + ["mean", "sd"], rows
+        users.setdefault(row["dataset"], set()).add(row["user"])
+    slot = {d: {u: i for i, u in enumerate(sorted(names, key=value_key), start=1)} for d, names in users.items()}
+    rows = [{**r, "slot": slot[r["dataset"]][r["user"]]} for r in rows]
+    slots = sorted({r["slot"] for r in rows})
+    labels = {s: f"u{s}" for s in slots}
+    columns, view = wide_view(rows, ["dataset", "model", "strategy"], "slot", "accuracy", slots, labels)
+    stats = {(r["dataset"], r["model"], r["strategy"]): (r["mean"], r["sd"]) for r in summary}
+    for row in view:
+        row["mean"], row["sd"] = stats[(row["dataset"], row["model"], row["strategy"])]
+    return columns + ["mean", "sd"], view
 
 
-def user_summary(cells: Cells) -> pd.DataFrame:
-    grouped = cells.per_user.groupby(["model", "dataset", "strategy"], sort=True)["accuracy"]
-    summary = grouped.agg(users="size", mean="mean", sd="std", min="min", max="max").reset_index()
-    return sort_strategies(summary, ["model", "dataset"])
+def user_summary(cells: Cells) -> list[dict]:
+    groups: dict[tuple, list] = {}
+    for r in cells.per_user:
+        groups.setdefault((r["model"], r["dataset"], r["strategy"]), []).append(r["accuracy"])
+    rows = [{"model": m, "dataset": d, "strategy": s, "users": len(acc), "mean": mean(acc),
+             "sd": statistics.stdev(acc) if len(acc) > 1 else None, "min": min(acc), "max": max(acc)}
+            for (m, d, s), acc in groups.items()]
+    return sort_strategies(rows, ["model", "dataset"])
 
 
 def table10(cells: Cells) -> Table:
-    if cells.per_user.empty:
+    if not cells.per_user:
         return skip("table10", "no preference dataset among the run directories (dataset.kind == 'preference')")
-    frame = sort_strategies(cells.per_user, ["dataset", "model"])
+    rows = sort_strategies(cells.per_user, ["dataset", "model"])
     columns = ["model", "dataset", "strategy", "user", "accuracy", "n"]
-    view_columns, view_rows = per_user_view(frame, user_summary(cells))
+    view_columns, view_rows = per_user_view(rows, user_summary(cells))
     note = "u1..uN: the dataset's users in sorted id order (ids in the JSON output); SD over users"
-    return Table("table10", TITLES["table10"], columns, records(frame, columns), None, view_columns, view_rows, note)
+    return Table("table10", TITLES["table10"], columns, records(rows, columns), None, view_columns, view_rows, note)
 
 
 def table11(cells: Cells) -> Table:
-    if cells.per_user.empty:
+    if not cells.per_user:
         return skip("table11", "no preference dataset among the run directories (dataset.kind == 'preference')")
     columns = ["model", "dataset", "strategy", "users", "mean", "sd", "min", "max"]
     return Table("table11", TITLES["table11"], columns, records(user_summary(cells), columns))
@@ -298,7 +301,7 @@ def table11(cells: Cells) -> Table:
 
 def claim_c1_c2(cells: Cells) -> tuple[dict | None, dict | None]:
     wide = points(cells)
-    summaries = {b: paired_summary(gains(wide, vocab.BEST, b).to_numpy()) for b in vocab.BASELINES}
+    summaries = {b: paired_summary(list(gains(wide, vocab.BEST, b).values())) for b in vocab.BASELINES}
     names = {vocab.ZERO_SHOT: "zero_shot", vocab.EP_LABEL: "ep_label"}
     if not any(s["n"] for s in summaries.values()):
         return None, None
@@ -316,22 +319,22 @@ def claim_c3(table: Table) -> dict | None:
     cells = [r["reduction_pct"] for r in table.rows if r.get("reduction_pct") is not None]
     if not cells:
         return None
-    return {"mean_token_reduction_pct": float(np.mean(cells)), "cells": len(cells),
+    return {"mean_token_reduction_pct": mean(cells), "cells": len(cells),
             "models": sorted({r["model"] for r in table.rows})}
 
 
 def claim_c4(cells: Cells) -> dict | None:
-    frame = suggestibility(cells).dropna(subset=["suggestibility"])
-    if frame.empty:
+    rows = [r for r in suggestibility(cells) if r["suggestibility"] is not None]
+    if not rows:
         return None
-    labels = frame["attribution"].map(lambda a: a if isinstance(a, str) else "").astype(object)
-    primary = "" if labels.eq("").any() else sorted(set(labels))[0]
-    frame = frame[labels.eq(primary)].set_index(["model", "dataset"])
+    labels = [r["attribution"] if isinstance(r["attribution"], str) else "" for r in rows]
+    primary = "" if "" in labels else sorted(set(labels))[0]
+    chosen = {(r["model"], r["dataset"]): r["suggestibility"] for r, label in zip(rows, labels) if label == primary}
     out, wide = {"attribution": primary or None}, points(cells)
     for baseline, suffix in ((vocab.ZERO_SHOT, "zero_shot"), (vocab.EP_LABEL, "ep_label")):
         gain = gains(wide, vocab.BEST, baseline)
-        both = frame[["suggestibility"]].join(gain.rename("gain"), how="inner").dropna() if len(gain) else None
-        result = spearman([], []) if both is None else spearman(both["suggestibility"], both["gain"])
+        both = [(s, gain[p]) for p, s in chosen.items() if p in gain]
+        result = spearman([s for s, _ in both], [g for _, g in both])
         out[f"spearman_vs_{suffix}"], out[f"p_vs_{suffix}"] = result["rho"], result["p"]
         out[f"points_vs_{suffix}"] = result["n"]
     if out["spearman_vs_zero_shot"] is None and out["spearman_vs_ep_label"] is None:

@@ -8,7 +8,7 @@ the three non-preference datasets; prompts and responses of realistic length), t
 includes interpreter start-up, imports, reading every log, and printing the markdown --
 limited to 2 cores. Prints the machine, the command and the wall-clock times.
 
-    .venv/bin/python bench/bench_tables.py [--repeat 5] [--cores 2] [--keep DIR]
+    .venv/bin/python bench/bench_tables.py [--repeat 5] [--cores 2] [--keep DIR] [--baseline CHECKOUT]
 """
 
 from __future__ import annotations
@@ -64,38 +64,54 @@ def limit_cores(cores: int):
     return (lambda: os.sched_setaffinity(0, chosen)) if chosen else None
 
 
-def time_runs(cmd: list[str], repeat: int, cores: int) -> tuple[list[float], float]:
-    walls = []
+def run_once(cmd: list[str], cwd: Path, cores: int) -> tuple[float, float]:
+    """Wall and CPU seconds (all processes) of one run of `cmd` in `cwd`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    for _ in range(repeat):
-        start = time.perf_counter()
-        done = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              preexec_fn=limit_cores(cores))
-        walls.append(time.perf_counter() - start)
-        if done.returncode not in (0, 1):
-            sys.exit(f"command failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    start = time.perf_counter()
+    done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          preexec_fn=limit_cores(cores))
+    wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / repeat
-    return walls, cpu
+    if done.returncode not in (0, 1):
+        sys.exit(f"command failed in {cwd} ({done.returncode}): {done.stderr.decode()[-2000:]}")
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def time_runs(cmd: list[str], repeat: int, cores: int, baseline: Path | None = None) -> dict[Path, list]:
+    """(wall, cpu) per run, per checkout; with a baseline checkout the two take turns, so that both
+    meet the same load on the machine."""
+    places = [ROOT] + ([baseline] if baseline else [])
+    times: dict[Path, list] = {place: [] for place in places}
+    for _ in range(repeat):
+        for place in places:
+            times[place].append(run_once(cmd, place, cores))
+    return times
+
+
+def summary(times: list) -> str:
+    walls = [wall for wall, _ in times]
+    cpu = statistics.median(c for _, c in times)
+    return f"median {statistics.median(walls):.2f} s, best {min(walls):.2f} s; CPU {cpu:.2f} s per run (all processes)"
 
 
 def breakdown(runs: list[Path]) -> str:
     """Where the time goes, phase by phase, in this process (wall seconds)."""
     marks = [("start", time.perf_counter())]
-    from analysis import read
+    from analysis import read, stats
 
+    stats.start_helper()
     pending = read.start([str(r) for r in runs])
-    marks.append(("manifests + start readers", time.perf_counter()))
+    marks.append(("start scipy helper + manifests + read logs (or start readers)", time.perf_counter()))
     from analysis import cells, render, tables
-    from analysis.load import frames
+    from analysis.load import wait
 
-    marks.append(("import pandas + scipy", time.perf_counter()))
-    logs = frames(pending)
-    marks.append(("wait for readers + frames", time.perf_counter()))
+    logs = wait(pending)
+    marks.append(("wait for readers + merge", time.perf_counter()))
     found = cells.from_logs(logs)
     marks.append(("cells", time.perf_counter()))
     render.markdown(tables.build(found), "")
-    marks.append(("tables + markdown", time.perf_counter()))
+    marks.append(("tables (waiting for scipy) + markdown", time.perf_counter()))
+    stats.stop_helper()
     return ", ".join(f"{name} {t - marks[i][1]:.2f} s" for i, (name, t) in enumerate(marks[1:]))
 
 
@@ -105,6 +121,9 @@ def main() -> int:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", metavar="DIR", help="write the log set here and keep it")
+    parser.add_argument("--baseline", metavar="CHECKOUT", type=Path,
+                        help="another checkout of this project (e.g. `git worktree add /tmp/old REF`): its "
+                             "`critique tables` is timed in turns with this one's, with the same Python")
     args = parser.parse_args()
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-tables-"))
     try:
@@ -115,16 +134,19 @@ def main() -> int:
         predictions, predictions_size = count(runs, "predictions.jsonl")
         cmd = command(runs)
         subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm the page cache
-        walls, cpu = time_runs(cmd, args.repeat, args.cores)
+        times = time_runs(cmd, args.repeat, args.cores, args.baseline)
         shown = " ".join(cmd[:4]) + f" {root}/*  ({len(runs)} run directories)"
         print(f"machine:   {cpu_model()}, {os.cpu_count()} cores visible, timed on {args.cores}; "
               f"Python {platform.python_version()}")
         print(f"log set:   {len(runs)} runs, {calls:,} call records ({calls_size / 1e6:,.0f} MB), "
               f"{predictions:,} prediction records ({predictions_size / 1e6:,.0f} MB); generated in {made:.1f} s")
         print(f"command:   {shown}")
-        print(f"wall time: median {statistics.median(walls):.2f} s, best {min(walls):.2f} s over {len(walls)} runs "
-              f"(fresh process each: start-up, imports, reading every log, tables, markdown)")
-        print(f"cpu time:  {cpu:.2f} s per run (all processes)")
+        print(f"this tree: {summary(times[ROOT])} over {args.repeat} runs (fresh process each: start-up, imports, "
+              "reading every log, tables, markdown)")
+        if args.baseline:
+            ratio = statistics.median(w for w, _ in times[ROOT]) / statistics.median(w for w, _ in times[args.baseline])
+            print(f"baseline:  {summary(times[args.baseline])}, {args.baseline} (runs taken in turns with this "
+                  f"tree's); median wall time ratio this / baseline: {ratio:.2f}")
         print(f"phases:    {breakdown(runs)} (one more run, in this process)")
         print(f"load:      {os.getloadavg()[0]:.2f} (1-minute load average; other work on the machine slows this)")
     finally:

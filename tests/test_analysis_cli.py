@@ -141,7 +141,7 @@ def test_report_says_why_a_plot_is_missing(tmp_path, capsys):
     assert code == 0 and page.count("data:image/png;base64,") == 1 and page.count("Plot skipped:") == 3
 
 
-HEAVY = ("litellm", "torch", "sentence_transformers")
+HEAVY = ("litellm", "torch", "sentence_transformers", "pandas", "numpy", "scipy")  # scipy: in the helper process
 
 
 @pytest.mark.parametrize("entry", ["analysis", "critique.cli"])

@@ -115,3 +115,13 @@ def test_two_spellings_of_one_strategy_are_one_row(tmp_path, capsys):
     code, out, err = run(capsys, "tables", "--results", tmp_path / "r.csv", "--format", "json")
     assert code == 0 and "line(s) 3 repeat" in err
     assert [r["accuracy"] for r in json.loads(out)["table1"]] == [50, 70]
+
+
+def test_line_numbers_are_the_files_own_and_a_long_row_is_refused(tmp_path, capsys):
+    (tmp_path / "r.csv").write_text("model,dataset,strategy,accuracy\n\nm,d,zero_shot,50\n\nm,d,EP_LABEL,x\n")
+    code, _, err = run(capsys, "tables", "--results", tmp_path / "r.csv")
+    assert code == 0 and "not a number on line(s) 5" in err
+    (tmp_path / "long.csv").write_text("model,dataset,strategy,accuracy\nm,d,zero_shot,50\nm,d,EP_LABEL,60,7\n")
+    code, out, err = run(capsys, "tables", "--results", tmp_path / "long.csv")
+    assert code == 2 and out == ""
+    assert "long.csv: not a readable CSV (more cells than the header has columns on line(s) 3)" in err

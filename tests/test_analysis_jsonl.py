@@ -2,13 +2,17 @@
 
 import json
 
-from analysis.jsonl import expand, scan
+from analysis.jsonl import scan
 
 FIELDS = ("stage", "strategy", "user", "completion_tokens", "correct", "score")
 
 
-def columns(path, fields=FIELDS, problems=None, exact=False):
-    return {f: expand(c) for f, c in scan(path, fields, problems, exact).items()}
+def by_field(rows, fields=FIELDS):
+    return {f: [row[i] for row in rows] for i, f in enumerate(fields)}
+
+
+def columns(path, fields=FIELDS, problems=None, exact=False, where=None):
+    return by_field(scan(path, fields, problems, exact, where), fields)
 
 
 def tricky_records():
@@ -94,7 +98,7 @@ def test_tricky_lines_take_the_fast_path(tmp_path):
     data = write(tmp_path / "calls.jsonl", tricky_records()).read_bytes()
     fast = _fast(data, len(data), FIELDS)
     assert fast is not None
-    assert {f: expand(c) for f, c in fast.items()} == expected(tricky_records())
+    assert by_field(fast) == expected(tricky_records())
 
 
 def test_invalid_bytes_and_escapes_do_not_break_the_reader(tmp_path):
@@ -117,11 +121,10 @@ def test_where_keeps_only_the_chosen_records(tmp_path):
         path = tmp_path / f"calls{i}.jsonl"
         path.write_text("".join(json.dumps(r, **options) + "\n" for r in records), encoding="utf-8")
         for exact in (False, True):
-            got = {f: expand(c) for f, c in scan(path, FIELDS, exact=exact, where=where).items()}
+            got = columns(path, exact=exact, where=where)
             assert got == expected(chosen)
     path = write(tmp_path / "none.jsonl", records)
-    assert {f: expand(c) for f, c in scan(path, FIELDS, where=("stage", frozenset({"summary"}))).items()} \
-        == {f: [] for f in FIELDS}
+    assert columns(path, where=("stage", frozenset({"summary"}))) == {f: [] for f in FIELDS}
 
 
 def test_where_reads_only_the_chosen_lines_and_still_reports_a_cut_one(tmp_path):
@@ -132,18 +135,18 @@ def test_where_reads_only_the_chosen_lines_and_still_reports_a_cut_one(tmp_path)
     path.write_text(json.dumps(records[1]) + "\n{broken\n" + json.dumps(records[0]) + "\n"
                     + json.dumps(records[1]) + "\n" + json.dumps(records[1])[:30])
     problems = []
-    got = {f: expand(c) for f, c in scan(path, FIELDS, problems, where=where).items()}
+    got = columns(path, problems=problems, where=where)
     assert got == expected([records[1], records[1]])
     assert problems == [f"{path}:5: unreadable line skipped (cut by a crash?)"]
     # a chosen line that is not as expected sends the whole file through json.loads, which reports it
     path.write_text(json.dumps(records[1]) + '\n{"stage": "train_predict", broken\n')
     problems = []
-    got = {f: expand(c) for f, c in scan(path, FIELDS, problems, where=where).items()}
+    got = columns(path, problems=problems, where=where)
     assert got == expected([records[1]])
     assert problems == [f"{path}:2: unreadable line skipped (cut by a crash?)"]
     # a whole last line without its newline is still chosen when it matches
     path.write_text(json.dumps(records[0]) + "\n" + json.dumps(records[1]))
-    got = {f: expand(c) for f, c in scan(path, FIELDS, where=where).items()}
+    got = columns(path, where=where)
     assert got == expected([records[1]])
 
 
@@ -152,7 +155,7 @@ def test_short_records_are_parsed_at_once_unless_a_line_is_odd(tmp_path):
 
     records = tricky_records() * 2
     data = write(tmp_path / "p.jsonl", records).read_bytes()
-    assert {f: expand(c) for f, c in _whole(data, len(data), FIELDS).items()} == expected(records)
+    assert by_field(_whole(data, len(data), FIELDS)) == expected(records)
     for odd in (b"\n\n", b"\n3\n", b'\n{"a": 1} {"b": 2}\n', b"\n[1, 2]\n"):
         bad = data.replace(b"\n", odd, 1)
         assert _whole(bad, len(bad), FIELDS) is None

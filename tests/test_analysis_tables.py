@@ -171,3 +171,24 @@ def test_worker_processes_read_the_same_records(tmp_path):
     two = tables.build(cells.from_logs(load([str(tmp_path)], workers=2)))
     assert [t.rows for t in one.tables] == [t.rows for t in two.tables]
     assert one.claims == two.claims
+
+
+def test_a_later_run_replaces_the_offline_calls_of_an_item_and_keeps_the_rest(tmp_path):
+    old = synthetic.manifest("m", "d1", started="2025-01-01T00:00:00Z")
+    new = synthetic.manifest("m", "d1", started="2025-02-01T00:00:00Z")
+    train = [synthetic.prediction("train_predict", None, "r0", False, completion_tokens=7)]
+    # the old run critiqued r0 twice (both count, within one run) and r1; the new run critiques r0 once
+    synthetic.write_run(tmp_path / "old", old, [synthetic.call("critique", None, "r0", completion_tokens=100),
+                                                synthetic.call("critique", None, "r0", completion_tokens=50),
+                                                synthetic.call("critique", None, "r1", completion_tokens=20),
+                                                synthetic.call("summary", None, "s", completion_tokens=9,
+                                                               error="timeout")], train)
+    synthetic.write_run(tmp_path / "new", new, [synthetic.call("critique", None, "r0", completion_tokens=30),
+                                                synthetic.call("summary", None, "s", completion_tokens=5)], train)
+    logs = load([str(tmp_path)])
+    costs = tables.build(cells.from_logs(logs)).table("table5_costs").rows
+    assert costs == [{"model": "m", "dataset": "d1", "init_tokens": 7, "critique_tokens": 50, "summary_tokens": 5,
+                      "total": 62}]  # r0: 30 (new run), r1: 20 (only the old run has it); the failed summary is out
+    assert logs.records("calls") == 3 and logs.records("predictions") == 1
+    assert "1 prediction records repeat" in " ".join(logs.problems)
+    assert "2 call records repeat" in " ".join(logs.problems)

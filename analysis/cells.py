@@ -38,18 +38,27 @@ class Cells:
     source: str = "logs"
 
 
+def name_key(value) -> tuple:
+    """Sorts names (models, datasets, strategies, users, attributions) as text; None last."""
+    return (1, "", "") if value is None else (0, str(value), type(value).__name__)
+
+
 def value_key(value) -> tuple:
-    """Sorts numbers by value, then text; None last."""
+    """Sorts ablation values: numbers by value, then text; None last."""
     if value is None:
-        return (2, 0.0, "")
+        return (2, 0.0, "", "")
     try:
-        return (0, float(value), "")
+        number = float(value)
     except (TypeError, ValueError):
-        return (1, 0.0, str(value))
+        number = math.nan
+    if number != number:
+        return (1, 0.0, str(value), type(value).__name__)
+    return (0, number, str(value), type(value).__name__)
 
 
 def key_order(key: tuple) -> tuple:
-    return tuple(value_key(v) for v in key)
+    """Sorts cell keys of names (see `name_key`)."""
+    return tuple(name_key(v) for v in key)
 
 
 def mean(values: list) -> float | None:
@@ -66,11 +75,12 @@ def _add(groups: Groups, key: tuple, user, counts: list) -> None:
     tally.add(per_user[user], counts)
 
 
-def rates(groups: Groups, keys: list[str]) -> list[dict]:
-    """Accuracy, timeout and parse-failure rates (%) per cell, sorted by key: per user first, then
-    the mean over users; n counts records. A missing answer counts as wrong (see analysis.tally)."""
+def rates(groups: Groups, keys: list[str], order=key_order) -> list[dict]:
+    """Accuracy, timeout and parse-failure rates (%) per cell, sorted by key (`order`): per user
+    first, then the mean over users; n counts records. A missing answer counts as wrong (see
+    analysis.tally)."""
     rows = []
-    for key in sorted(groups, key=key_order):
+    for key in sorted(groups, key=order):
         users = list(groups[key].values())
         row = dict(zip(keys, key))
         for column, slot in (("accuracy", tally.CORRECT), ("timeout_rate", tally.TIMEOUT),
@@ -166,8 +176,9 @@ def from_logs(logs: Logs) -> Cells:
                 if stage in COST_STAGES:
                     _add(offline, point, stage, counts)
     ablation_rows = []
-    for name in sorted(ablations, key=value_key):
-        rows = rates(ablations[name], ["model", "dataset", "strategy", "value"])
+    for name in sorted(ablations, key=name_key):
+        rows = rates(ablations[name], ["model", "dataset", "strategy", "value"],
+                     lambda key: (*key_order(key[:-1]), value_key(key[-1])))
         ablation_rows += _pick([{**row, "ablation": name} for row in rows], "ablations")
     return Cells(
         accuracy=_pick(rates(accuracy, ["model", "dataset", "strategy"]), "accuracy"),

@@ -29,22 +29,30 @@ def _lines(lines: list[int]) -> str:
     return ", ".join(map(str, lines[:10]))
 
 
-def _number(text: str) -> float | None:
-    """The number in a cell ('81.2', '81.2%', '1,024'), or None when it is not one."""
+def _number(text: str) -> int | float | None:
+    """The number in a cell ('81', '81.2', '81.2%', '1,024'), or None when it is not a finite one."""
+    text = text.strip().rstrip("%").replace(",", "")
+    if not text.isascii() or "_" in text:
+        return None  # int() and float() would take '1_000' and other scripts' digits
     try:
-        value = float(text.strip().rstrip("%").replace(",", ""))
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
     except ValueError:
         return None
-    return None if math.isnan(value) else value
+    return value if math.isfinite(value) else None
 
 
 def _parse(path: Path, errors: list[str]) -> tuple[list[str], list[tuple[int, list[str]]]] | None:
-    """The header and the (line number, cells) of every non-blank record, or None (reported)."""
+    """The header and the (line number, cells) of every record that is not a blank line (trailing
+    empty cells dropped), or None (reported)."""
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle, skipinitialspace=True)
             header = next(reader, None)
-            records = [(reader.line_num, row) for row in reader if any(cell.strip() for cell in row)]
+            records = [(reader.line_num, _trimmed(row)) for row in reader if len(row) > 1 or row and row[0].strip()]
     except FileNotFoundError:
         errors.append(f"{path}: no such file; left out")
         return None
@@ -54,12 +62,21 @@ def _parse(path: Path, errors: list[str]) -> tuple[list[str], list[tuple[int, li
     if header is None:
         errors.append(f"{path}: not a readable CSV (the file is empty); left out")
         return None
+    header = [c.strip().lower() for c in _trimmed(header)]
     longer = [line for line, row in records if len(row) > len(header)]
     if longer:
         errors.append(f"{path}: not a readable CSV (more cells than the header has columns on line(s) "
                       f"{_lines(longer)}); left out")
         return None
-    return [c.strip().lower() for c in header], records
+    return header, records
+
+
+def _trimmed(row: list[str]) -> list[str]:
+    """The row without its trailing empty cells (a spreadsheet's export may add them)."""
+    end = len(row)
+    while end and not row[end - 1].strip():
+        end -= 1
+    return row[:end]
 
 
 def read_table(path: str | Path, spec: tuple, errors: list[str], problems: list[str]) -> list[dict] | None:

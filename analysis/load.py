@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from analysis import read, tally, vocab
+from analysis import read, tally
 
 CALL_KEY = 3  # a call row starts with stage, user, item_id (see analysis.read.CALL_FIELDS)
 
@@ -49,20 +49,19 @@ def _latest_calls(group: list[list]) -> tuple[list, int]:
     for rows in group:
         mine: dict[tuple, list] = {}
         for row in rows:
-            mine.setdefault(row[:CALL_KEY], []).append(row)
+            mine.setdefault(tuple(map(tally.label, row[:CALL_KEY])), []).append(row)
         chosen.update(mine)
     kept = [row for rows in chosen.values() for row in rows]
     return kept, sum(map(len, group)) - len(kept)
 
 
-def _latest_predictions(group: list[list]) -> tuple[list, int]:
-    """The prediction rows of several runs (oldest first): per item the latest run's; and how
-    many older ones that left out."""
+def _latest_predictions(group: list[dict]) -> tuple[dict, int]:
+    """The predictions of several runs (oldest first, as tally.latest_per_item keeps them): per item
+    the latest run's; and how many older ones that left out."""
     chosen: dict[tuple, tuple] = {}
-    for rows in group:
-        for row in rows:
-            chosen[row[:tally.PREDICTION_KEY + 1]] = row
-    return list(chosen.values()), sum(map(len, group)) - len(chosen)
+    for items in group:
+        chosen.update(items)
+    return chosen, sum(map(len, group)) - len(chosen)
 
 
 def merge(metas: list[dict], reads: list[tuple]) -> tuple[Experiment, int, int]:
@@ -72,8 +71,7 @@ def merge(metas: list[dict], reads: list[tuple]) -> tuple[Experiment, int, int]:
     predictions, old_predictions = _latest_predictions([r[0] for r in reads])
     calls, old_calls = _latest_calls([r[1] for r in reads])
     plain = meta["probe"] is None and meta["ablation"] is None
-    counted = tally.predictions(predictions, plain, meta["kind"] == vocab.PREFERENCE)
-    return Experiment(meta, counted, tally.calls(calls)), old_predictions, old_calls
+    return Experiment(meta, tally.predictions(predictions, plain), tally.calls(calls)), old_predictions, old_calls
 
 
 def experiments(metas: list[dict], reads: list[tuple], problems: list[str]) -> list[Experiment]:

@@ -25,7 +25,6 @@ PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout
 # prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
 CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error")
 CALL_STAGES = ("stage", frozenset({vocab.CRITIQUE, vocab.SUMMARY}))
-CALL_IDS = ("user", "item_id")  # read only where another run did the same experiment
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this, worker processes cost more than they save
 
 
@@ -143,45 +142,23 @@ def read_records(path: str, plain: bool, shared: bool, with_users: bool,
     read at all: the run is left out).
 
     Predictions and calls come as tallies (analysis.tally), or, for a run whose experiment
-    another run also did (`shared`), as rows, for analysis.load to keep the later run's.
+    another run also did (`shared`), as records (predictions by item, call rows), for
+    analysis.load to keep the later run's.
     Within a run a later prediction of an item replaces an earlier one (a rerun after a failed
     call); only answered calls are kept. Only what a table uses is counted: calls (critiques and
     summaries), tokens, timeouts and parse failures of plain runs only; users only for
-    preference data (others count as the one user ""); the user and item ids of calls are
-    read only for shared runs.
+    preference data (others count as the one user "").
     """
     problems: list[str] = []
-    calls_wanted = tuple(f if shared or f not in CALL_IDS else None for f in CALL_FIELDS)
     try:
         predictions = scan(Path(path) / logs.PREDICTIONS, PREDICTION_FIELDS, problems, exact)
-        calls = _rows(scan(Path(path) / logs.CALLS, _named(calls_wanted), problems, exact, CALL_STAGES),
-                      calls_wanted) if plain else []
+        calls = scan(Path(path) / logs.CALLS, CALL_FIELDS, problems, exact, CALL_STAGES) if plain else []
     except OSError as exc:
         return {}, {}, problems, [f"{path}: cannot read its logs ({exc}); left out"]
-    predictions, calls = tally.latest_per_item(predictions), tally.answered_calls(calls)
+    predictions, calls = tally.latest_per_item(predictions, with_users), tally.answered_calls(calls)
     if shared:
         return predictions, calls, problems, []
-    return tally.predictions(predictions, plain, with_users), tally.calls(calls), problems, []
-
-
-def _named(fields: tuple) -> tuple[str, ...]:
-    return tuple(f for f in fields if f is not None)
-
-
-def _rows(rows: list[tuple], fields: tuple) -> list[tuple]:
-    """Rows with None in the places of the fields not read (`fields` holds None there)."""
-    if all(fields):
-        return rows
-    places = [i for i, f in enumerate(fields) if f is not None]
-    width = len(fields)
-
-    def full(row: tuple) -> tuple:
-        out = [None] * width
-        for i, value in zip(places, row):
-            out[i] = value
-        return tuple(out)
-
-    return [full(row) for row in rows]
+    return tally.predictions(predictions, plain), tally.calls(calls), problems, []
 
 
 def experiment(meta: dict) -> tuple:

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis import render, vocab  # noqa: E402
-from analysis.cells import mean  # noqa: E402
+from analysis.cells import mean, name_key  # noqa: E402
 from analysis.tables import Result, Table, strategy_order  # noqa: E402
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -117,10 +117,11 @@ def plot_per_user(result: Result):
         return None, result.table("table10").skipped or "no per-user table"
     datasets = sorted({d for d, _, _ in users})
     figure, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets), 3.6), sharey=True, squeeze=False)
+    ordered = sorted(users.items(), key=lambda item: name_key(item[0][2]))
     for axis, dataset in zip(axes[0], datasets):
         strategies = strategy_order(s for d, s, _ in users if d == dataset)
         for i, strategy in enumerate(strategies):
-            values = [mean(v) for (d, s, _), v in sorted(users.items(), key=lambda item: str(item[0][2]))
+            values = [mean(v) for (d, s, _), v in ordered
                       if d == dataset and s == strategy]  # each user's accuracy: the mean over models
             axis.scatter(np.full(len(values), i) + np.linspace(-0.15, 0.15, len(values)), values, s=12, alpha=0.7)
             axis.plot([i - 0.25, i + 0.25], [mean(values)] * 2, color="black")

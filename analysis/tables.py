@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from analysis import vocab
-from analysis.cells import COST_STAGES, Cells, mean, value_key
+from analysis.cells import COST_STAGES, Cells, mean, name_key, value_key
 from analysis.stats import paired_summary, spearman
 
 TITLES = {
@@ -70,13 +70,13 @@ def records(rows: list[dict], columns: list[str]) -> list[dict]:
 def strategy_order(names) -> list[str]:
     names = list(dict.fromkeys(names))
     known = [s for s in (vocab.TRAIN, *vocab.STRATEGIES) if s in names]
-    return known + sorted(n for n in names if n not in known)
+    return known + sorted((n for n in names if n not in known), key=name_key)
 
 
 def sort_strategies(rows: list[dict], keys: list[str]) -> list[dict]:
     """Sorted by `keys`, then strategies in the study's order (stable)."""
     order = {name: i for i, name in enumerate(strategy_order(r["strategy"] for r in rows))}
-    return sorted(rows, key=lambda r: (*(value_key(r[k]) for k in keys), order[r["strategy"]]))
+    return sorted(rows, key=lambda r: (*(name_key(r[k]) for k in keys), order[r["strategy"]]))
 
 
 def wide_view(rows: list[dict], index: list[str], column: str, value: str, order: list,
@@ -171,7 +171,7 @@ def suggestibility(cells: Cells) -> list[dict]:
     rows = [{**r, "suggestibility": _difference(r["acc_truth"], r["acc_lying"]),
              "attribution": r["attribution"] if isinstance(r["attribution"], str) and r["attribution"] else None}
             for r in cells.suggestibility]
-    return sorted(rows, key=lambda r: (value_key(r["model"]), value_key(r["dataset"])))
+    return sorted(rows, key=lambda r: (name_key(r["model"]), name_key(r["dataset"])))
 
 
 def table4(cells: Cells) -> Table:
@@ -261,7 +261,7 @@ def per_user_view(rows: list[dict], summary: list[dict]) -> tuple[list[str], lis
     users: dict = {}
     for row in rows:
         users.setdefault(row["dataset"], set()).add(row["user"])
-    slot = {d: {u: i for i, u in enumerate(sorted(names, key=value_key), start=1)} for d, names in users.items()}
+    slot = {d: {u: i for i, u in enumerate(sorted(names, key=name_key), start=1)} for d, names in users.items()}
     rows = [{**r, "slot": slot[r["dataset"]][r["user"]]} for r in rows]
     slots = sorted({r["slot"] for r in rows})
     labels = {s: f"u{s}" for s in slots}

@@ -9,8 +9,9 @@ reports reasoning when its reasoning_tokens is above 0.
 
 from __future__ import annotations
 
+import math
+
 RECORDS, CORRECT, TIMEOUT, PARSE_FAILED, ANSWERED, WITH_TOKENS, TOKENS, REASONING = range(8)
-PREDICTION_KEY = 3  # a prediction row starts with stage, strategy, user, item_id (see analysis.read)
 
 
 def new() -> list:
@@ -32,57 +33,70 @@ def label(value):
     return value if isinstance(value, (int, float)) else str(value)
 
 
-def _number(value) -> bool:
-    return type(value) is int or type(value) is float  # JSON numbers; not bool
+def _counts(value) -> bool:
+    """A token count that counts: a JSON number (not a bool), finite (not NaN or Infinity)."""
+    return type(value) is int or (type(value) is float and math.isfinite(value))
+
+
+def _user(user, users: bool):
+    """The user a record counts for: "" where there is none, or the data has no users."""
+    if not users or user is None:
+        return ""
+    if type(user) is str:
+        return user
+    user = label(user)
+    return "" if user is None else user
+
+
+def latest_per_item(rows, users: bool = True) -> dict[tuple, tuple]:
+    """(stage, strategy, user, item_id) -> the last row of one run with that key: a later record of
+    an item replaces an earlier one (a rerun after a failed call). Keys are as they are counted
+    (see `label`; users only where `users`, the data being preference data)."""
+    last = {}
+    for row in rows:
+        stage, strategy, user, item = row[:4]
+        last[(stage if type(stage) is str else label(stage), strategy if type(strategy) is str else label(strategy),
+              _user(user, users), item if type(item) is str else label(item))] = row
+    return last
+
+
+def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, list]:
+    """(stage, strategy, user) -> tally, from what `latest_per_item` keeps of rows of
+    analysis.read.PREDICTION_FIELDS.
+
+    Tables 3, 5 and 9 use the timeouts, parse failures, errors and tokens of plain runs only:
+    of other runs (probes, ablations) only the verdicts are counted.
+    """
+    tallies: dict[tuple, list] = {}
+    get = tallies.get
+    for (stage, strategy, user, _), row in items.items():
+        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error = row
+        key = (stage, strategy, user)
+        tally = get(key)
+        if tally is None:
+            tally = tallies[key] = new()
+        if plain:
+            _count(tally, correct, timeout, parse_failed, tokens, reasoning, error)
+        else:
+            _count(tally, correct, None, None, None, None, None)
+    return tallies
 
 
 def _count(tally: list, correct, timeout, parse_failed, tokens, reasoning, error) -> None:
     tally[RECORDS] += 1
-    tally[CORRECT] += correct is True
-    tally[TIMEOUT] += timeout is True
-    tally[PARSE_FAILED] += parse_failed is True
+    if correct is True:
+        tally[CORRECT] += 1
+    if timeout is True:
+        tally[TIMEOUT] += 1
+    if parse_failed is True:
+        tally[PARSE_FAILED] += 1
     if error is None or error == "":
         tally[ANSWERED] += 1
-        if _number(tokens):
+        if _counts(tokens):
             tally[WITH_TOKENS] += 1
             tally[TOKENS] += tokens
-    if not tally[REASONING] and _number(reasoning) and reasoning > 0:
+    if reasoning and not tally[REASONING] and _counts(reasoning) and reasoning > 0:
         tally[REASONING] = True
-
-
-def predictions(rows, plain: bool = True, users: bool = True) -> dict[tuple, list]:
-    """(stage, strategy, user) -> tally, from rows of analysis.read.PREDICTION_FIELDS.
-
-    Users count only for preference data (`users`); elsewhere, and where a record has none,
-    the user is "". Tables 3, 5 and 9 use the timeouts, parse failures, errors and tokens of
-    plain runs only: of other runs (probes, ablations) only the verdicts are counted.
-    """
-    tallies: dict[tuple, list] = {}
-    get = tallies.get
-    for stage, strategy, user, _, correct, timeout, parse_failed, tokens, reasoning, error in rows:
-        # _count, inlined: this loop runs once per prediction record of a whole study
-        key = (stage if type(stage) is str else label(stage), strategy if type(strategy) is str else label(strategy),
-               user if type(user) is str and users else "" if user is None or not users else label(user))
-        tally = get(key)
-        if tally is None:
-            tally = tallies[key] = new()
-        tally[RECORDS] += 1
-        if correct is True:
-            tally[CORRECT] += 1
-        if not plain:
-            continue
-        if timeout is True:
-            tally[TIMEOUT] += 1
-        if parse_failed is True:
-            tally[PARSE_FAILED] += 1
-        if error is None or error == "":
-            tally[ANSWERED] += 1
-            if type(tokens) is int or type(tokens) is float:
-                tally[WITH_TOKENS] += 1
-                tally[TOKENS] += tokens
-        if reasoning and not tally[REASONING] and _number(reasoning) and reasoning > 0:
-            tally[REASONING] = True
-    return tallies
 
 
 def answered_calls(rows) -> list:
@@ -100,12 +114,3 @@ def calls(rows) -> dict[str, list]:
             tally = tallies[label(stage)] = new()
         _count(tally, None, None, None, tokens, reasoning, None)
     return tallies
-
-
-def latest_per_item(rows) -> list:
-    """The rows of one run with a later record of an item replacing an earlier one (a rerun after a
-    failed call): the last row per (stage, strategy, user, item_id), in first-seen order."""
-    last = {}
-    for row in rows:
-        last[row[:PREDICTION_KEY + 1]] = row
-    return list(last.values())

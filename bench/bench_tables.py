@@ -100,18 +100,20 @@ def breakdown(runs: list[Path]) -> str:
     from analysis import read, stats
 
     stats.start_helper()
-    pending = read.start([str(r) for r in runs])
-    marks.append(("start scipy helper + manifests + read logs (or start readers)", time.perf_counter()))
-    from analysis import cells, render, tables
-    from analysis.load import wait
+    try:
+        pending = read.start([str(r) for r in runs])
+        marks.append(("start scipy helper + manifests + read logs (or start readers)", time.perf_counter()))
+        from analysis import cells, render, tables
+        from analysis.load import wait
 
-    logs = wait(pending)
-    marks.append(("wait for readers + merge", time.perf_counter()))
-    found = cells.from_logs(logs)
-    marks.append(("cells", time.perf_counter()))
-    render.markdown(tables.build(found), "")
-    marks.append(("tables (waiting for scipy) + markdown", time.perf_counter()))
-    stats.stop_helper()
+        logs = wait(pending)
+        marks.append(("wait for readers + merge", time.perf_counter()))
+        found = cells.from_logs(logs)
+        marks.append(("cells", time.perf_counter()))
+        render.markdown(tables.build(found), "")
+        marks.append(("tables (waiting for scipy) + markdown", time.perf_counter()))
+    finally:
+        stats.stop_helper()
     return ", ".join(f"{name} {t - marks[i][1]:.2f} s" for i, (name, t) in enumerate(marks[1:]))
 
 

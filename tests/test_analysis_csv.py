@@ -125,3 +125,14 @@ def test_line_numbers_are_the_files_own_and_a_long_row_is_refused(tmp_path, caps
     code, out, err = run(capsys, "tables", "--results", tmp_path / "long.csv")
     assert code == 2 and out == ""
     assert "long.csv: not a readable CSV (more cells than the header has columns on line(s) 3)" in err
+
+
+def test_spreadsheet_exports_are_read(tmp_path, capsys):
+    # a byte-order mark, trailing empty cells, whole numbers, and a row of empty cells
+    (tmp_path / "r.csv").write_bytes("\ufeffmodel,dataset,strategy,accuracy,\nm,d,zero_shot,50,\nm,d,EP_LABEL,60.5,,\n"
+                                     ",,,,\nm,d,SEM_CRIT,1_000\n".encode("utf-8"))
+    code, out, err = run(capsys, "tables", "--results", tmp_path / "r.csv", "--format", "json")
+    assert code == 0, err
+    assert [(r["strategy"], r["accuracy"]) for r in json.loads(out)["table1"]] == [("zero_shot", 50),
+                                                                                  ("EP_LABEL", 60.5)]
+    assert "not a number on line(s) 5" in err and "line(s) 4, 5 lack a value" in err

@@ -192,3 +192,20 @@ def test_a_later_run_replaces_the_offline_calls_of_an_item_and_keeps_the_rest(tm
     assert logs.records("calls") == 3 and logs.records("predictions") == 1
     assert "1 prediction records repeat" in " ".join(logs.problems)
     assert "2 call records repeat" in " ".join(logs.problems)
+
+
+def test_odd_records_are_counted_as_the_tables_see_them(tmp_path):
+    head = synthetic.manifest("m", "d1")
+    nan = float("nan")
+    predictions = [
+        # one item answered twice under two user values: single-kind data has no users, so the later one counts
+        synthetic.prediction("test", "zero_shot", "t0", True, user="a", completion_tokens=10, reasoning_tokens=1),
+        synthetic.prediction("test", "zero_shot", "t0", False, user="b", completion_tokens=30, reasoning_tokens=1),
+        # a NaN token count is no count; an item id that is a list is still an item
+        synthetic.prediction("test", "zero_shot", ["t", 1], True, completion_tokens=nan, reasoning_tokens=1),
+    ]
+    synthetic.write_run(tmp_path / "run", head, [], predictions)
+    result = tables.build(cells.from_logs(load([str(tmp_path / "run")])))
+    assert result.table("table1").rows == [{"model": "m", "dataset": "d1", "strategy": "zero_shot",
+                                            "accuracy": 50.0, "n": 2}]
+    assert result.table("table3").rows[0]["tokens_per_question"] == 30.0

@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from critique import agents, logs, parsing
+from critique import logs, parsing
 from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, write_dataset
 from critique.memory import semantic as semantic_store
-from critique.memory.episodic import ENTRIES, EpisodicMemory, pool_of
+from critique.memory.episodic import ENTRIES, EpisodicMemory
 from critique.pipeline import RunConfig, pkey
 from critique.strategies import STRATEGIES
 
@@ -113,7 +113,7 @@ class Learner:
         """The episodic memory: ``.entries`` are dicts with id, item_id, question, initial_answer,
         gold, critique, model, run_id, request_hash. None before anything is fitted."""
         if self._memory is None and (self.out / logs.MEMORY / ENTRIES).exists():
-            self._memory = self._load_memory(self.out / logs.MEMORY)
+            self._memory = EpisodicMemory.load(self.out / logs.MEMORY, self._encoder)
         return self._memory
 
     @property
@@ -128,32 +128,14 @@ class Learner:
         """The semantic memory of the pool ``all`` (single-pool data)."""
         return (self.semantic.get("all") or {}).get("advice")
 
-    def _load_memory(self, folder: Path) -> EpisodicMemory:
-        """The fitted entries with the vectors of their FAISS indexes (re-encoded if an index is missing)."""
-        import faiss
-        import numpy as np
-
-        entries = logs.read_jsonl(folder / ENTRIES)
-        pools: dict[str, list[int]] = {}
-        for row, entry in enumerate(entries):
-            pools.setdefault(pool_of(entry.get("user")), []).append(row)
-        vectors = None
-        for pool, rows in pools.items():
-            path = folder / f"episodic-{pool}.faiss"
-            index = faiss.read_index(str(path)) if path.exists() else None
-            if index is None or index.ntotal != len(rows):
-                return EpisodicMemory.build(entries, self._encoder())
-            found = index.reconstruct_n(0, index.ntotal)
-            if vectors is None:
-                vectors = np.zeros((len(entries), found.shape[1]), dtype=np.float32)
-            vectors[rows] = found
-        return EpisodicMemory(entries, vectors if vectors is not None else np.zeros((0, 1), np.float32))
-
     def _encoder(self):
+        """The encoder of this learner's runs, made once (its model loads at the first encode)."""
         from critique.llm import cache_dir
         from critique.memory.embed import Encoder
 
-        return Encoder(self.config.encoder, cache_dir(self.config.cache_dir))
+        if getattr(self._encoder_kept, "name", None) != self.config.encoder:
+            self._encoder_kept = Encoder(self.config.encoder, cache_dir(self.config.cache_dir))
+        return self._encoder_kept
 
     # ---- fit ------------------------------------------------------------------------
     def fit(self, data) -> "Learner":
@@ -273,16 +255,12 @@ class Learner:
 
 async def _predict_one(run, name: str, item: Item, vector) -> dict:
     """One question with one strategy; the logged record is reused when the prompt is the same."""
-    strategy = STRATEGIES[name]
-    examples = run.memory.retrieve(vector, item.user, run.config.k) if strategy.episodic else []
-    advice = None
-    if strategy.semantic:
-        advice = (run.semantic.get(pool_of(item.user)) or {}).get("advice")
-        if not advice:
-            outcome = {"answer": None, "gold": None, "correct": None, "parse_failed": False, "timeout": False,
-                       "error": "no semantic memory for this pool (the summary call failed, or an unknown user)"}
-            return run.record_prediction(STAGE, name, item, None, outcome, [])
-    prompt = agents.performance_prompt(strategy.template, run.task, item, run.space, examples, advice, run.config.parts)
+    found = run.performance_prompt(name, item, vector)
+    if found is None:
+        outcome = {"answer": None, "gold": None, "correct": None, "parse_failed": False, "timeout": False,
+                   "error": "no semantic memory for this pool (the summary call failed, or an unknown user)"}
+        return run.record_prediction(STAGE, name, item, None, outcome, [])
+    prompt, examples = found
     result = await run.call(STAGE, name, item.id, item.user, prompt, run.dataset.card.response_schema, "answer")
     old = run.predictions.get(pkey(STAGE, name, item.user, item.id))
     if old is not None and old["request_hash"] == result.request_hash:

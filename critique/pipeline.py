@@ -262,20 +262,30 @@ class Run:
         await self.each(todo, lambda pair: self._test_one(pair[0], pair[1], vectors[entry_id(pair[1])]),
                         f"test ({', '.join(order)})")
 
-    async def _test_one(self, name: str, item: Item, vector) -> None:
+    def performance_prompt(self, name: str, item: Item, vector, exclude: str | None = None):
+        """The prompt of strategy `name` for `item` (whose question encodes to `vector`) and the
+        episodic entries retrieved into it (never the entry `exclude`); None when the strategy
+        needs the semantic memory of the item's pool and there is none."""
         strategy = STRATEGIES[name]
-        examples = self.memory.retrieve(vector, item.user, self.config.k, item.id) if strategy.episodic else []
+        examples = self.memory.retrieve(vector, item.user, self.config.k, exclude) if strategy.episodic else []
         advice = None
         if strategy.semantic:
             advice = (self.semantic.get(pool_of(item.user)) or {}).get("advice")
             if not advice:
-                outcome = {"answer": parsing.wrong_answer(item.answer, self.space, item.user, item.id, name),
-                           "gold": item.answer, "correct": False, "parse_failed": False, "timeout": False,
-                           "error": "no semantic memory for this pool (the summary call failed); rerun to retry"}
-                self.record_prediction("test", name, item, None, outcome, [])
-                return
+                return None
         prompt = agents.performance_prompt(strategy.template, self.task, item, self.space, examples, advice,
                                            self.config.parts)
+        return prompt, examples
+
+    async def _test_one(self, name: str, item: Item, vector) -> None:
+        found = self.performance_prompt(name, item, vector, item.id)
+        if found is None:
+            outcome = {"answer": parsing.wrong_answer(item.answer, self.space, item.user, item.id, name),
+                       "gold": item.answer, "correct": False, "parse_failed": False, "timeout": False,
+                       "error": "no semantic memory for this pool (the summary call failed); rerun to retry"}
+            self.record_prediction("test", name, item, None, outcome, [])
+            return
+        prompt, examples = found
         result = await self.call("test", name, item.id, item.user, prompt, self.dataset.card.response_schema, "answer")
         self.record_prediction("test", name, item, result, agents.answer_record(result, item, self.space, name),
                                [e["id"] for e in examples])

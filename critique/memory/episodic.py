@@ -13,12 +13,18 @@ from pathlib import Path
 
 import numpy as np
 
+from critique.logs import read_jsonl
+
 ENTRIES = "episodic.jsonl"
 ALL = "all"
 
 
 def pool_of(user: str | None) -> str:
     return user if user else ALL
+
+
+def _index_path(folder: Path, pool: str) -> Path:
+    return folder / f"episodic-{pool}.faiss"
 
 
 class EpisodicMemory:
@@ -46,7 +52,30 @@ class EpisodicMemory:
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(folder / ENTRIES)
         for pool, (_, index) in self._pools.items():
-            faiss.write_index(index, str(folder / f"episodic-{pool}.faiss"))
+            faiss.write_index(index, str(_index_path(folder, pool)))
+
+    @classmethod
+    def load(cls, folder: Path, encoder) -> "EpisodicMemory":
+        """What `save` wrote to `folder`: the entries with the vectors of their FAISS indexes; the
+        questions are encoded again (with `encoder`, a callable that returns one) when an index is
+        missing or does not match its pool's entries."""
+        import faiss
+
+        entries = read_jsonl(folder / ENTRIES)
+        pools: dict[str, list[int]] = {}
+        for row, entry in enumerate(entries):
+            pools.setdefault(pool_of(entry.get("user")), []).append(row)
+        vectors = None
+        for pool, rows in pools.items():
+            path = _index_path(folder, pool)
+            index = faiss.read_index(str(path)) if path.exists() else None
+            if index is None or index.ntotal != len(rows):
+                return cls.build(entries, encoder())
+            found = index.reconstruct_n(0, index.ntotal)
+            if vectors is None:
+                vectors = np.zeros((len(entries), found.shape[1]), dtype=np.float32)
+            vectors[rows] = found
+        return cls(entries, vectors if vectors is not None else np.zeros((0, 1), np.float32))
 
     def retrieve(self, vector: np.ndarray, user: str | None, k: int, exclude_item: str | None = None) -> list[dict]:
         """The K nearest entries of the user's pool, nearest first, never ``exclude_item``."""

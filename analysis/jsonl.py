@@ -26,6 +26,8 @@ import re
 from operator import itemgetter
 from pathlib import Path
 
+import orjson
+
 _VALUE = re.compile(rb'[ \t]*("[^"\\\n]*(?:\\.[^"\\\n]*)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|null|true|false)')
 _CONSTANTS = {b"null": None, b"true": True, b"false": False}
 _BACKSLASH = 92
@@ -129,14 +131,15 @@ def _selected(data: bytes, end: int, where: Where) -> bytes:
 
 
 def _whole(data: bytes, end: int, fields: tuple[str, ...]) -> list[Row] | None:
-    """Rows of the whole lines in data[:end], parsed at once as one JSON array (short records:
-    one json.loads call costs half of one per line); None when a line is not one JSON object."""
+    """Rows of the whole lines in data[:end], parsed at once as one JSON array by orjson (short
+    records: one call costs half of one per line, and orjson a third less than json.loads);
+    None when a line is not one JSON object."""
     body = data[:end].rstrip(b"\n")
     if not body:
         return []
     try:
-        records = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
-    except ValueError:
+        records = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
+    except ValueError:  # orjson.JSONDecodeError included; NaN too, which the plain path reads
         return None
     if len(records) != body.count(b"\n") + 1 or not all(type(r) is dict for r in records):
         return None  # a blank line, a line holding two values, or one that is not an object

@@ -20,13 +20,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from critique import logs, parsing
-from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, write_dataset
+from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, dataset_files, files_checksum, write_files
 from critique.memory import semantic as semantic_store
 from critique.memory.episodic import ENTRIES, EpisodicMemory
 from critique.pipeline import RunConfig, pkey
@@ -183,16 +182,15 @@ class Learner:
 
     def _write_data(self, items: list[Item], card: DatasetCard) -> None:
         """Write ``<out>/data`` unless it already holds these items; refuse other data in a used run."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".fit-", dir=self.out) as tmp:
-            checksum = write_dataset(Path(tmp) / DATA, replace(card), items, []).checksum
+        target = self.out / DATA
+        files = dataset_files(target, replace(card), items, [])
+        checksum = files_checksum(files)
         old = self._manifest()
         if old is not None and old["dataset"]["checksum"] != checksum:
             raise ValueError(f"{self.out} holds a run on other data (dataset checksum differs); "
                              f"use another out folder")
-        target = self.out / DATA
         if not ((target / CARD).exists() and dataset_checksum(target) == checksum):
-            write_dataset(target, card, items, [])
+            write_files(target, files)
 
     # ---- predict --------------------------------------------------------------------
     def predict(self, questions, strategy: str = "EP+SEM_CRIT", user: str | None = None) -> list[Prediction]:

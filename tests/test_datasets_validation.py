@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from critique.datasets.splits import DatasetCard, DatasetError, Item, load_dataset, write_dataset
+from critique.datasets.splits import (DatasetCard, DatasetError, Item, dataset_files, files_checksum, load_dataset,
+                                      write_dataset)
 
 
 def _write(folder, card: dict, splits: dict[str, list]):
@@ -45,3 +46,12 @@ def test_write_dataset_refuses_overlap_and_keeps_the_old_copy(tmp_path):
         write_dataset(tmp_path / "t", card, [Item("a", "q1?", "yes")], [Item("a", "q3?", "no")])
     assert load_dataset(tmp_path / "t").checksum == first.checksum
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t"]  # no temporary folder left behind
+
+
+def test_the_checksum_of_files_in_memory_is_the_written_folders(tmp_path):
+    card = DatasetCard("p", "answer", ["yes", "no"], kind="preference")
+    train = [Item("a", "q1?", "yes", user="u2"), Item("b", "q\u00e9?", "no", user="u10")]
+    test = [Item("c", "q3?", "no", user="u2"), Item("d", "q4?", "yes", user="u10")]
+    files = dataset_files(tmp_path / "p", DatasetCard("p", "answer", ["yes", "no"], kind="preference"), train, test)
+    assert sorted(files) == ["dataset.json", "u10/test.jsonl", "u10/train.jsonl", "u2/test.jsonl", "u2/train.jsonl"]
+    assert files_checksum(files) == write_dataset(tmp_path / "p", card, train, test).checksum

@@ -23,7 +23,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 CARD = "dataset.json"
 SPLITS = ("train", "test")
@@ -205,8 +205,9 @@ def _split_lines(items: list[Item]) -> str:
     return "".join(json.dumps(i.to_json(), sort_keys=True, ensure_ascii=False) + "\n" for i in items)
 
 
-def write_dataset(out: str | Path, card: DatasetCard, train: list[Item], test: list[Item]) -> Dataset:
-    """Validate, then write the dataset folder atomically (all or nothing)."""
+def dataset_files(out: str | Path, card: DatasetCard, train: list[Item], test: list[Item]) -> dict[str, str]:
+    """The validated files of a dataset folder, by name relative to it (errors name them under `out`).
+    Sets ``card.users`` and ``card.checksums``."""
     out = Path(out)
     users = sorted({i.user for i in train + test}, key=str) if card.kind == "preference" else [None]
     files: dict[str, str] = {}
@@ -221,14 +222,24 @@ def write_dataset(out: str | Path, card: DatasetCard, train: list[Item], test: l
     card.users = [u for u in users if u]
     card.checksums = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in sorted(files.items())}
     files[CARD] = json.dumps(card.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return files
 
+
+def write_dataset(out: str | Path, card: DatasetCard, train: list[Item], test: list[Item]) -> Dataset:
+    """Validate, then write the dataset folder atomically (all or nothing)."""
+    return write_files(out, dataset_files(out, card, train, test))
+
+
+def write_files(out: str | Path, files: dict[str, str]) -> Dataset:
+    """Write the files of `dataset_files` as the folder `out`, atomically (all or nothing)."""
+    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; a data folder is for every user
     try:
         for name, text in files.items():
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-            (tmp / name).write_text(text, encoding="utf-8")
+            (tmp / name).write_bytes(text.encode("utf-8"))  # as files_checksum counts it, on every OS
         if out.exists():
             old = out.with_name(f".{out.name}.old")
             shutil.rmtree(old, ignore_errors=True)
@@ -256,8 +267,19 @@ def _validate_in_memory(items: list[Item], answer_space: list[str], where: Path)
 
 def dataset_checksum(path: Path) -> str:
     """sha256 over every file of the dataset folder, in a fixed order."""
+    path = Path(path)
+    return _checksum((str(f.relative_to(path)), f.read_bytes()) for f in sorted(p for p in path.rglob("*")
+                                                                                 if p.is_file()))
+
+
+def files_checksum(files: dict[str, str]) -> str:
+    """What `dataset_checksum` gives for a folder that holds just `files` (see `dataset_files`)."""
+    return _checksum((name, files[name].encode("utf-8")) for name in sorted(files, key=PurePosixPath))
+
+
+def _checksum(named_bytes) -> str:
     digest = hashlib.sha256()
-    for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
-        digest.update(str(file.relative_to(path)).encode() + b"\0")
-        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    for name, data in named_bytes:
+        digest.update(name.encode() + b"\0")
+        digest.update(hashlib.sha256(data).digest())
     return digest.hexdigest()

@@ -19,7 +19,6 @@ LIMIT = 8  # train and test items of every run (mcr-gen): 8 + 8 + 1 + 5 * 8 = 57
 
 @dataclass
 class World:
-    root: Path
     data: Path
     embeddings: Path
     launcher: Launcher
@@ -35,7 +34,7 @@ def world(tmp_path_factory) -> World:
     pid = launcher.start(call="faults.harness:warm", args=[str(data), str(warm), LIMIT], logs_to=root / "warm")
     rc = launcher.wait(pid)
     assert rc == 0, (root / "warm.err").read_text()
-    yield World(root, data, warm / "embeddings.sqlite", launcher)
+    yield World(data, warm / "embeddings.sqlite", launcher)
     launcher.close()
 
 
@@ -58,9 +57,11 @@ class Runs:
         return fresh_cache(self.world.embeddings, self.folder / name)
 
     def argv(self, out: Path, *extra: str, cache: Path | None = None) -> list[str]:
-        cache = cache or self.folder / "cache"
-        if not cache.exists():
-            fresh_cache(self.world.embeddings, cache)
+        """The arguments of a run into `out`; its cache is `cache`, or the folder's shared one."""
+        if cache is None:
+            cache = self.folder / "cache"
+            if not cache.exists():
+                self.cache()
         given = dict(zip(extra[::2], extra[1::2]))
         argv = ["run", "--dataset", "mcr-gen", "--model", "openai/fault-model", "--api-base", self.server.url,
                 "--out", str(out), "--cache-dir", str(cache), "--quiet"]

@@ -43,10 +43,10 @@ class Launcher:
             raise RuntimeError(f"the zygote died (exit {self.proc.wait()})")
         return json.loads(line)
 
-    def start(self, argv: list[str] | None = None, logs_to: Path | None = None, env: dict | None = None,
-              call: str | None = None, args: list | None = None) -> int:
+    def start(self, argv: list[str] | None = None, logs_to: Path | None = None, call: str | None = None,
+              args: list | None = None) -> int:
         logs_to = Path(logs_to)
-        return self._ask({"op": "start", "argv": argv, "call": call, "args": args or [], "env": env or {},
+        return self._ask({"op": "start", "argv": argv, "call": call, "args": args or [],
                           "stdout": str(logs_to) + ".out", "stderr": str(logs_to) + ".err"})["pid"]
 
     def poll(self, pid: int) -> int | None:

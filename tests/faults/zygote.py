@@ -4,10 +4,9 @@ child per command read from stdin. Each child is a real process running ``critiq
 forking makes a start cost milliseconds instead of the seconds an import of litellm takes.
 
 Protocol, one JSON object per line each way:
-    {"op": "start", "argv": [...] | "call": "module:function", "args": [...], "env": {...},
+    {"op": "start", "argv": [...] | "call": "module:function", "args": [...],
      "stdout": path, "stderr": path}                 -> {"pid": N}
     {"op": "poll", "pid": N}                         -> {"rc": int | null}   (null: still running)
-    {"op": "wait", "pid": N}                         -> {"rc": int}
 """
 
 from __future__ import annotations
@@ -47,7 +46,6 @@ def child(command: dict) -> None:
             out = os.open(command[key], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(out, fd)
             os.close(out)
-        os.environ.update(command.get("env") or {})
         if command.get("call"):
             module, _, name = command["call"].partition(":")
             rc = int(getattr(importlib.import_module(module), name)(*command.get("args", [])) or 0)
@@ -77,11 +75,10 @@ def main() -> None:
             if pid == 0:
                 child(command)
             answer = {"pid": pid}
-        else:
+        else:  # poll
             pid = command["pid"]
             if pid not in ended:
-                flags = os.WNOHANG if command["op"] == "poll" else 0
-                done, status = os.waitpid(pid, flags)
+                done, status = os.waitpid(pid, os.WNOHANG)
                 if done:
                     ended[pid] = os.waitstatus_to_exitcode(status)
             answer = {"rc": ended.get(pid)}

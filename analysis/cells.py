@@ -150,7 +150,7 @@ def _suggestibility(groups: Groups) -> list[dict]:
 
 
 def from_logs(logs: Logs) -> Cells:
-    accuracy, train, per_user, tokens, suggestibility = {}, {}, {}, {}, {}
+    accuracy, train, per_user, suggestibility = {}, {}, {}, {}
     offline: dict = {}
     ablations: dict[str, Groups] = {}
     for experiment in logs.experiments:
@@ -160,7 +160,6 @@ def from_logs(logs: Logs) -> Cells:
         for (stage, strategy, user), counts in experiment.predictions.items():
             if plain and stage == vocab.TEST and strategy is not None:
                 _add(accuracy, (*point, strategy), user, counts)
-                _add(tokens, (*point, strategy), user, counts)
                 if meta["kind"] == vocab.PREFERENCE:
                     _add(per_user, (*point, strategy, user), user, counts)
             elif plain and stage == vocab.TRAIN:
@@ -184,7 +183,7 @@ def from_logs(logs: Logs) -> Cells:
         accuracy=_pick(rates(accuracy, ["model", "dataset", "strategy"]), "accuracy"),
         train=_pick(rates(train, ["model", "dataset"]), "train"),
         per_user=_pick(rates(per_user, ["model", "dataset", "strategy", "user"]), "per_user"),
-        tokens=_tokens(tokens, reasoning_models(logs)),
+        tokens=_tokens(accuracy, reasoning_models(logs)),
         costs=_costs(offline),
         suggestibility=_suggestibility(suggestibility),
         ablations=ablation_rows,

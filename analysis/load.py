@@ -11,6 +11,7 @@ the calls of a probe or an ablation.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from analysis import read, tally
@@ -76,14 +77,15 @@ def merge(metas: list[dict], reads: list[tuple]) -> tuple[Experiment, int, int]:
 
 def experiments(metas: list[dict], reads: list[tuple], problems: list[str]) -> list[Experiment]:
     """The experiments of the runs read (`reads[i]` is `metas[i]`'s, see analysis.read.read_records)."""
+    runs = Counter(map(read.experiment, metas))  # a shared experiment's runs were read as records
     groups: dict[tuple, list[int]] = {}
     for i, meta in enumerate(metas):
         if not reads[i][3]:  # a run whose logs could not be read is left out
             groups.setdefault(read.experiment(meta), []).append(i)
     out, old = [], [0, 0]
-    for members in groups.values():
+    for key, members in groups.items():
         meta = metas[members[-1]]
-        if len(members) == 1 and isinstance(reads[members[0]][0], dict):
+        if runs[key] == 1:
             out.append(Experiment(meta, reads[members[0]][0], reads[members[0]][1]))
             continue
         experiment, old_predictions, old_calls = merge([metas[i] for i in members], [reads[i] for i in members])

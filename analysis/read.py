@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,9 +169,7 @@ def experiment(meta: dict) -> tuple:
 
 def jobs(metas: list[dict]) -> list[tuple[str, bool, bool, bool, bool]]:
     """The arguments of read_records for each run (`shared`: another run did the same experiment)."""
-    counts: dict[tuple, int] = {}
-    for meta in metas:
-        counts[experiment(meta)] = counts.get(experiment(meta), 0) + 1
+    counts = Counter(map(experiment, metas))
     return [(m["path"], m["probe"] is None and m["ablation"] is None, counts[experiment(m)] > 1,
              m["kind"] == "preference", m["log_version"] != logs.LOG_VERSION) for m in metas]
 

@@ -1,7 +1,8 @@
 """Counts of a run's records per (stage, strategy, user): what every table is computed from.
 
-A worker process reads a run's logs and sends back these counts, not the records, so the
-tables cost nothing per record once the logs are read. A tally is a list, in the order of
+The reader of a run's logs (analysis.read: this process, or a worker process on a machine of
+more than 2 cores) counts its records as it reads them, so the tables cost nothing per record
+once the logs are read. A tally is a list, in the order of
 the constants below; a missing answer (timeout, parse failure, correct = null) counts as
 wrong, tokens are summed over the records whose call answered (no error), and a record
 reports reasoning when its reasoning_tokens is above 0.

@@ -209,3 +209,14 @@ def test_odd_records_are_counted_as_the_tables_see_them(tmp_path):
     assert result.table("table1").rows == [{"model": "m", "dataset": "d1", "strategy": "zero_shot",
                                             "accuracy": 50.0, "n": 2}]
     assert result.table("table3").rows[0]["tokens_per_question"] == 30.0
+
+
+def test_a_repeated_experiment_whose_other_run_cannot_be_read_is_still_counted(tmp_path):
+    for name, started in (("old", "2025-01-01T00:00:00Z"), ("new", "2025-02-01T00:00:00Z")):
+        synthetic.write_run(tmp_path / name, synthetic.manifest("m", "d1", started=started), [],
+                            [synthetic.prediction("test", "zero_shot", "t0", name == "old")])
+    (tmp_path / "new" / "predictions.jsonl").unlink()
+    (tmp_path / "new" / "predictions.jsonl").mkdir()  # reading it fails: the run is left out
+    logs = load([str(tmp_path)])
+    assert any("cannot read its logs" in e for e in logs.errors)
+    assert tables.build(cells.from_logs(logs)).table("table1").rows[0]["accuracy"] == 100.0

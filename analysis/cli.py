@@ -70,8 +70,10 @@ def _user_error(message: str) -> Exception:
 
 
 def _logs_heading(logs) -> str:
+    from analysis.read import plain
+
     runs = logs.runs
-    points = {(r["model"], r["dataset"]) for r in runs if r["probe"] is None and r["ablation"] is None}
+    points = {(r["model"], r["dataset"]) for r in runs if plain(r)}
     return (f"From {len(runs)} run director{'y' if len(runs) == 1 else 'ies'}: {len({r['model'] for r in runs})} "
             f"models, {len({r['dataset'] for r in runs})} datasets, {len(points)} (model, dataset) points with plain "
             f"runs; {logs.records('predictions'):,} predictions, {logs.records('calls'):,} critique and summary "

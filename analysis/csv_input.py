@@ -151,8 +151,7 @@ def results_cells(rows: list[dict]) -> tuple[list[dict], list[dict], list[dict]]
     train = [r for r in rows if r["strategy"] == vocab.TRAIN]
     test = [r for r in rows if r["strategy"] != vocab.TRAIN]
     tokens = [r for r in test if r.get("tokens_per_question") is not None]
-    return (_cells(test, "accuracy", parse_fail_rate=None, n=None), _cells(train, "train", parse_fail_rate=None, n=None),
-            _cells(tokens, "tokens", reasoning=True))
+    return _cells(test, "accuracy"), _cells(train, "train"), _cells(tokens, "tokens", reasoning=True)
 
 
 def read_cells(results: str | None = None, suggestibility: str | None = None, costs: str | None = None,
@@ -170,7 +169,7 @@ def read_cells(results: str | None = None, suggestibility: str | None = None, co
         rows = read_table(suggestibility, SUGGESTIBILITY, errors, problems)
         if rows is not None:
             _warn_fractions(rows, ["acc_truth", "acc_lying"], Path(suggestibility), problems)
-            cells.suggestibility = _cells(rows, "suggestibility", n=None)
+            cells.suggestibility = _cells(rows, "suggestibility")
     if costs:
         rows = read_table(costs, COSTS, errors, problems)
         if rows is not None:

@@ -11,7 +11,6 @@ the calls of a probe or an ablation.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from analysis import read, tally
@@ -27,8 +26,7 @@ class Experiment:
 
     @property
     def plain(self) -> bool:
-        """An ordinary run: no probe, no ablation."""
-        return self.meta["probe"] is None and self.meta["ablation"] is None
+        return read.plain(self.meta)
 
 
 @dataclass
@@ -71,21 +69,21 @@ def merge(metas: list[dict], reads: list[tuple]) -> tuple[Experiment, int, int]:
     meta = metas[-1]
     predictions, old_predictions = _latest_predictions([r[0] for r in reads])
     calls, old_calls = _latest_calls([r[1] for r in reads])
-    plain = meta["probe"] is None and meta["ablation"] is None
-    return Experiment(meta, tally.predictions(predictions, plain), tally.calls(calls)), old_predictions, old_calls
+    counted = tally.predictions(predictions, read.plain(meta))
+    return Experiment(meta, counted, tally.calls(calls)), old_predictions, old_calls
 
 
 def experiments(metas: list[dict], reads: list[tuple], problems: list[str]) -> list[Experiment]:
     """The experiments of the runs read (`reads[i]` is `metas[i]`'s, see analysis.read.read_records)."""
-    runs = Counter(map(read.experiment, metas))  # a shared experiment's runs were read as records
+    shared = read.shared(metas)  # those runs were read as records, the others as counts
     groups: dict[tuple, list[int]] = {}
     for i, meta in enumerate(metas):
         if not reads[i][3]:  # a run whose logs could not be read is left out
             groups.setdefault(read.experiment(meta), []).append(i)
     out, old = [], [0, 0]
-    for key, members in groups.items():
+    for members in groups.values():
         meta = metas[members[-1]]
-        if runs[key] == 1:
+        if not shared[members[0]]:
             out.append(Experiment(meta, reads[members[0]][0], reads[members[0]][1]))
             continue
         experiment, old_predictions, old_calls = merge([metas[i] for i in members], [reads[i] for i in members])

@@ -167,11 +167,22 @@ def experiment(meta: dict) -> tuple:
     return tuple(str(meta[k]) for k in ("model", "dataset", "probe", "attribution", "ablation", "ablation_value"))
 
 
-def jobs(metas: list[dict]) -> list[tuple[str, bool, bool, bool, bool]]:
-    """The arguments of read_records for each run (`shared`: another run did the same experiment)."""
+def plain(meta: dict) -> bool:
+    """An ordinary run: no probe, no ablation."""
+    return meta["probe"] is None and meta["ablation"] is None
+
+
+def shared(metas: list[dict]) -> list[bool]:
+    """For each run, whether another run did the same experiment (its records are then read as
+    records, not counts: see read_records)."""
     counts = Counter(map(experiment, metas))
-    return [(m["path"], m["probe"] is None and m["ablation"] is None, counts[experiment(m)] > 1,
-             m["kind"] == "preference", m["log_version"] != logs.LOG_VERSION) for m in metas]
+    return [counts[experiment(m)] > 1 for m in metas]
+
+
+def jobs(metas: list[dict]) -> list[tuple[str, bool, bool, bool, bool]]:
+    """The arguments of read_records for each run."""
+    return [(m["path"], plain(m), repeated, m["kind"] == vocab.PREFERENCE, m["log_version"] != logs.LOG_VERSION)
+            for m, repeated in zip(metas, shared(metas))]
 
 
 def _log_bytes(metas: list[dict]) -> int:
@@ -211,7 +222,9 @@ def start(paths: list[str], allow_mixed: bool = False, workers: int | None = Non
     pending = Pending(metas, problems, errors)
     work = jobs(metas)
     if workers is None:  # one core is left to the scipy helper (analysis.stats), which loads meanwhile
-        workers = usable_cores() - 1 if _log_bytes(metas) >= PARALLEL_BYTES else 1
+        workers = usable_cores() - 1
+        if workers > 1 and _log_bytes(metas) < PARALLEL_BYTES:
+            workers = 1
     workers = min(workers, len(work))
     if workers <= 1:
         pending._done = [read_records(*job) for job in work]

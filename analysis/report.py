@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 
 from analysis import render, vocab  # noqa: E402
 from analysis.cells import mean, name_key  # noqa: E402
-from analysis.tables import Result, Table, strategy_order  # noqa: E402
+from analysis.tables import Result, Table, gains, points, strategy_order  # noqa: E402
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.85em}
@@ -77,13 +77,13 @@ def plot_suggestibility(result: Result):
     claim = result.claims.get("C4") or {}
     if claim:
         sugg = [r for r in sugg if (r["attribution"] or "") == (claim.get("attribution") or "")]
-    points = {(r["model"], r["dataset"]): r["suggestibility"] for r in sugg if r["suggestibility"] is not None}
-    accuracy = {(r["model"], r["dataset"], r["strategy"]): r["accuracy"] for r in acc if r["accuracy"] is not None}
+    suggestible = {(r["model"], r["dataset"]): r["suggestibility"] for r in sugg if r["suggestibility"] is not None}
+    accuracy = points(acc)
     figure, axis = plt.subplots(figsize=(6, 4))
     drawn = False
     for baseline in vocab.BASELINES:
-        both = [(s, accuracy[(*p, vocab.BEST)] - accuracy[(*p, baseline)]) for p, s in points.items()
-                if (*p, vocab.BEST) in accuracy and (*p, baseline) in accuracy]
+        gain = gains(accuracy, vocab.BEST, baseline)
+        both = [(s, gain[p]) for p, s in suggestible.items() if p in gain]
         if both:
             axis.scatter([s for s, _ in both], [g for _, g in both], label=f"gain over {baseline}", alpha=0.8)
             drawn = True

@@ -109,10 +109,11 @@ def table1(cells: Cells) -> Table:
 Points = dict  # (model, dataset) -> strategy -> accuracy
 
 
-def points(cells: Cells) -> Points:
-    """Accuracy per (model, dataset) point and strategy."""
+def points(accuracy: list[dict]) -> Points:
+    """Accuracy per (model, dataset) point and strategy, from rows of model, dataset, strategy and
+    accuracy (the accuracy cells, or Table 1)."""
     out: Points = {}
-    for row in cells.accuracy:
+    for row in accuracy:
         if row["accuracy"] is not None:
             out.setdefault((row["model"], row["dataset"]), {})[row["strategy"]] = row["accuracy"]
     return out
@@ -126,7 +127,7 @@ def gains(points_: Points, critique: str, baseline: str) -> dict[tuple, float]:
 
 def table2(cells: Cells) -> Table:
     columns = ["critique", "baseline", "n", "mean", "sd", "ci_low", "ci_high", "wins", "losses", "ties", "p_sign"]
-    rows, wide = [], points(cells)
+    rows, wide = [], points(cells.accuracy)
     for critique in vocab.CRITIQUE_STRATEGIES:
         for baseline in vocab.BASELINES:
             diff = gains(wide, critique, baseline)
@@ -300,7 +301,7 @@ def table11(cells: Cells) -> Table:
 
 
 def claim_c1_c2(cells: Cells) -> tuple[dict | None, dict | None]:
-    wide = points(cells)
+    wide = points(cells.accuracy)
     summaries = {b: paired_summary(list(gains(wide, vocab.BEST, b).values())) for b in vocab.BASELINES}
     names = {vocab.ZERO_SHOT: "zero_shot", vocab.EP_LABEL: "ep_label"}
     if not any(s["n"] for s in summaries.values()):
@@ -330,7 +331,7 @@ def claim_c4(cells: Cells) -> dict | None:
     labels = [r["attribution"] if isinstance(r["attribution"], str) else "" for r in rows]
     primary = "" if "" in labels else sorted(set(labels))[0]
     chosen = {(r["model"], r["dataset"]): r["suggestibility"] for r, label in zip(rows, labels) if label == primary}
-    out, wide = {"attribution": primary or None}, points(cells)
+    out, wide = {"attribution": primary or None}, points(cells.accuracy)
     for baseline, suffix in ((vocab.ZERO_SHOT, "zero_shot"), (vocab.EP_LABEL, "ep_label")):
         gain = gains(wide, vocab.BEST, baseline)
         both = [(s, gain[p]) for p, s in chosen.items() if p in gain]

@@ -245,9 +245,7 @@ class Learner:
         from critique.run_cli import prepare
 
         run = prepare(self.config, self.out, probe=self.probe, ablation=self.ablation, progress=self.progress)
-        if getattr(self._encoder_kept, "name", None) == run.encoder.name:
-            run.encoder = self._encoder_kept  # its model is loaded once, not at every predict
-        self._encoder_kept = run.encoder
+        run.encoder = self._encoder()  # the same encoder, its model loaded once, not at every predict
         return run
 
 

@@ -4,7 +4,9 @@ Usage is counted from the texts (whitespace tokens of the prompt and of the repl
 numbers in the logs are the numbers of what was sent and received. The reply follows the
 JSON schema of the request: an answer chosen by a hash of the prompt (or always the first
 option in the prompt's "Correct answer" line when one is shown), a critique, or advice.
-Set FAKE_LLM_DELAY (seconds) to slow each call. Run as a script it is the `critique`
+Set FAKE_LLM_DELAY (seconds) to slow each call, and FAKE_LLM_HOLD_AFTER=N to answer the
+first N calls of the process and hold every later one for good (a test that kills a run at
+an event then knows how far it can have gone, whatever the machine's speed). Run as a script it is the `critique`
 command with this provider registered, for tests that kill a run.
 """
 
@@ -14,6 +16,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
 import uuid
 
@@ -21,6 +24,17 @@ import litellm
 from litellm import CustomLLM
 
 CALLS: list[dict] = []
+_STARTED = {"calls": 0}
+_STARTED_LOCK = threading.Lock()
+
+
+def _hold_if_due() -> None:
+    limit = os.environ.get("FAKE_LLM_HOLD_AFTER")
+    with _STARTED_LOCK:
+        _STARTED["calls"] += 1
+        due = limit is not None and _STARTED["calls"] > int(limit)
+    if due:
+        threading.Event().wait()  # never set: the test kills the process
 
 
 def _reply(messages: list[dict], schema: dict | None) -> str:
@@ -40,6 +54,7 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
 
 class FakeLLM(CustomLLM):
     def completion(self, model, messages, *args, optional_params=None, **kwargs):
+        _hold_if_due()
         delay = float(os.environ.get("FAKE_LLM_DELAY", "0"))
         if delay:
             time.sleep(delay)

@@ -95,20 +95,20 @@ def test_no_secret_reaches_the_run_directory(home, fake_llm, monkeypatch, capsys
 
 def test_kill_9_in_the_test_stage_then_resume_leaves_one_record_per_item(home):
     out = home / "run"
-    env = dict(os.environ, FAKE_LLM_DELAY="0.02")
+    # 10 initial answers, 10 critiques, 1 summary, then 14 of the 50 test calls are answered, the rest held
+    env = dict(os.environ, FAKE_LLM_HOLD_AFTER=str(10 + 10 + 1 + 14))
     command = [sys.executable, str(Path(__file__).parent / "fake_llm.py"), "run", "--dataset", "mcr-gen",
                "--model", "fake/model", "--limit", "10", "--k", "3", "--out", str(out), "--quiet", "--concurrency", "2"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    while time.time() < deadline:
+    tests = []
+    while len(tests) < 12 and proc.poll() is None:
         tests = [r for r in logs.read_jsonl(out / "predictions.jsonl") if r["stage"] == "test"]
-        if len(tests) >= 12:
-            break
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert 12 <= len(tests) < 50, "killed in the middle of the test stage"
-    done = subprocess.run(command, env=dict(env, FAKE_LLM_DELAY="0"), capture_output=True, text=True, timeout=300)
+    env.pop("FAKE_LLM_HOLD_AFTER")
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     data = logs.read_run(out)
     assert set(keys(data["predictions"]).values()) == {1}

@@ -164,20 +164,20 @@ values = [1]
 """)
     out = home / "out"
     command = [sys.executable, str(Path(__file__).parent / "fake_llm.py"), "study", str(study)]
-    env = dict(os.environ, FAKE_LLM_DELAY="0.02")
+    # each cell's train stage is 8 + 8 + 1 calls; 20 more are answered, the rest held
+    env = dict(os.environ, FAKE_LLM_HOLD_AFTER=str(2 * 17 + 20))
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline, tests = time.time() + 180, 0
-    while time.time() < deadline and proc.poll() is None:
+    tests = 0
+    while tests < 10 and proc.poll() is None:
         tests = sum(1 for path in (out.glob("*/predictions.jsonl") if out.exists() else [])
                     for r in logs.read_jsonl(path) if r["stage"] == "test")
-        if tests >= 10:
-            break
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     per_cell = 8 * 5 + 8  # plain run (five strategies) + k-1 (EP_CRIT)
     assert 10 <= tests < 2 * per_cell, "killed in the middle of the study"
-    done = subprocess.run(command, env=dict(env, FAKE_LLM_DELAY="0"), capture_output=True, text=True, timeout=300)
+    env.pop("FAKE_LLM_HOLD_AFTER")
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "mcr-gen x fake/one: complete" in done.stdout and "mcr-gen x fake/two: complete" in done.stdout
     dirs = run_dirs(out)

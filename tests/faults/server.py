@@ -91,6 +91,11 @@ class FaultServer:
     ``outcomes`` counts what was sent (``ok`` or a fault name); ``log`` holds one
     (messages digest, attempt, outcome) per request; ``reset()`` clears them.
     ``slow`` adds seconds of latency by kind of request (``answer``, ``critique``, ``summary``).
+
+    Gates, for tests that act at a moment of a run whatever the machine's speed: ``gate(n)``
+    answers the next ``n`` requests and holds every later one; ``gate(hold={"summary"})``
+    holds the requests of those kinds. A held request waits, unanswered, until ``open()``
+    (or until its client goes away); ``held`` counts the requests waiting now, by kind.
     """
 
     def __init__(self, latency: float = 0.0, fault_rate: float = 0.0, faults: tuple[str, ...] = FAULTS,
@@ -103,6 +108,11 @@ class FaultServer:
         self.outcomes: Counter = Counter()
         self.log: list[tuple[str, int, str]] = []
         self.auth: set[str] = set()  # Authorization headers received
+        self.hangs_cut = 0  # hangs that ended because the client went away, not after hang_s
+        self.held: Counter = Counter()  # kind of request -> requests held by the gate now
+        self._budget: int | None = None  # requests still answered before the gate holds them
+        self._hold: frozenset[str] = frozenset()
+        self._opened = 0  # how many times the gate was opened: a held request waits for a change
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -111,6 +121,45 @@ class FaultServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def gate(self, answer: int | None = None, hold: set[str] | frozenset[str] = frozenset()) -> None:
+        """Answer ``answer`` more requests, then hold the rest (None: no count); hold ``hold``'s kinds."""
+        with self._lock:
+            self._budget, self._hold = answer, frozenset(hold)
+
+    def open(self) -> None:
+        """Let every held request go on, and hold none from now on."""
+        with self._lock:
+            self._budget, self._hold = None, frozenset()
+            self._opened += 1
+
+    def holding(self, kind: str | None = None) -> int:
+        """Requests held now (of one kind, or all)."""
+        with self._lock:
+            return self.held[kind] if kind else sum(self.held.values())
+
+    def _admit(self, kind: str) -> int | None:
+        """None if the request goes on now; else the gate's generation it waits to change."""
+        with self._lock:
+            if kind in self._hold or self._budget == 0:
+                self.held[kind] += 1
+                return self._opened
+            if self._budget is not None:
+                self._budget -= 1
+            return None
+
+    async def _wait_open(self, kind: str, generation: int) -> None:
+        try:
+            while True:
+                with self._lock:
+                    if self._opened != generation:
+                        self.held[kind] -= 1
+                        return
+                await asyncio.sleep(0.005)
+        except asyncio.CancelledError:  # the client went away (a killed run)
+            with self._lock:
+                self.held[kind] -= 1
+            raise
 
     def reset(self) -> None:
         with self._lock:
@@ -134,6 +183,9 @@ class FaultServer:
         key = request_key(body)
         messages = body.get("messages") or []
         schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        generation = self._admit(kind_of(schema))
+        if generation is not None:
+            await self._wait_open(kind_of(schema), generation)
         with self._lock:
             attempt = self.seen[key]
             self.seen[key] += 1
@@ -154,14 +206,19 @@ class FaultServer:
             return web.json_response({"error": {"message": f"injected {fault}", "type": "server_error",
                                                 "code": fault}}, status=int(fault), headers=headers)
         if fault == "hang":  # before the headers, or (by the same hash) in the middle of the body
-            if int(hashlib.sha256(f"{key}:{attempt}".encode()).hexdigest(), 16) % 2:
-                stalled = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
-                                                                  "Content-Length": "400"})
-                await stalled.prepare(request)
-                await stalled.write(b'{"id": "x", "object": "chat.completion", "choices": [')
+            try:
+                if int(hashlib.sha256(f"{key}:{attempt}".encode()).hexdigest(), 16) % 2:
+                    stalled = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
+                                                                      "Content-Length": "400"})
+                    await stalled.prepare(request)
+                    await stalled.write(b'{"id": "x", "object": "chat.completion", "choices": [')
+                    await asyncio.sleep(self.hang_s)
+                    return stalled
                 await asyncio.sleep(self.hang_s)
-                return stalled
-            await asyncio.sleep(self.hang_s)
+            except asyncio.CancelledError:  # the client gave up first
+                with self._lock:
+                    self.hangs_cut += 1
+                raise
         if fault == "malformed":  # one of three bodies, by the same hash
             body = MALFORMED[int(hashlib.sha256(f"{key}:{attempt}".encode()).hexdigest(), 16) % len(MALFORMED)]
             return web.Response(status=200, text=body, content_type="application/json")

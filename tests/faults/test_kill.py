@@ -24,45 +24,55 @@ def stage_of(out: Path) -> str:
     return "summary" if len(calls) >= TRAIN_CALLS else "train"
 
 
-def moment(wanted: str, out: Path, rng: random.Random) -> tuple[str, float]:
-    """When to kill a resumed run, to land in the wanted stage: after some seconds, after the
-    calls log reaches a number of lines, or some seconds after the summary call began."""
+def moment(wanted: str, out: Path, rng: random.Random) -> tuple[str, int]:
+    """When to kill a resumed run, as an event the run or the server reports, so that the kill
+    lands in the wanted stage on a machine of any speed:
+    ("fork", 0)      at once, while the process starts;
+    ("request", 0)   when its first request reaches the server (which answers none);
+    ("calls", n)     when the calls log has n lines (the server answers just enough requests);
+    ("summary", 0)   when the summary request reaches the server (which holds it)."""
     done = lines(out / logs.CALLS)
+    if wanted == "start":  # before anything was written, then at a resume's first request
+        return ("fork", 0) if done == 0 else ("request", 0)
+    if wanted == "summary":
+        return "summary", 0
     if wanted == "train" and done < TRAIN_CALLS - 1:
         return "calls", rng.randint(done + 1, min(done + 3, TRAIN_CALLS - 1))
-    if wanted == "summary":
-        return "summary", rng.uniform(0.0, 0.25)
-    low, high = max(done, TRAIN_CALLS + 1) + 1, min(done + 5, TOTAL_CALLS - 6)
-    if wanted == "test" and low <= high:
-        return "calls", rng.randint(low, high)
-    return "seconds", rng.uniform(0.0, 0.3)
+    if wanted == "test":  # past the summary call, and short of the last call
+        low = max(done, TRAIN_CALLS + 1) + 1
+        return "calls", rng.randint(low, min(low + 3, TOTAL_CALLS - 1))
+    return "request", 0  # train, with every train call but the last already logged
 
 
-def kill_at(runs, out: Path, what: str, threshold: float, rng: random.Random) -> int:
-    """Start a resume, wait for the moment, kill -9; the exit status."""
-    started = time.time()
+def kill_at(runs, out: Path, what: str, threshold: int, rng: random.Random) -> int:
+    """Start a resume, wait for the event, kill -9; the exit status. Between the event and the
+    kill a random pause of up to 20 ms lets the kill fall anywhere in what the run then does;
+    the server's gate keeps the run from going further than the event meanwhile."""
+    server, launcher = runs.server, runs.world.launcher
+    if what == "summary":
+        server.gate(hold={"summary"})
+    else:
+        server.gate(answer=max(0, threshold - lines(out / logs.CALLS)))
     pid, _ = runs.start(out)
-    launcher, episodic = runs.world.launcher, out / logs.MEMORY / "episodic.jsonl"
-    deadline, polled = time.monotonic() + 120, 0.0
-    while time.monotonic() < deadline:
-        if what == "seconds" and time.time() - started >= threshold:
+    events = {
+        "fork": lambda: True,
+        "request": lambda: server.holding() > 0,
+        "calls": lambda: lines(out / logs.CALLS) >= threshold,
+        "summary": lambda: server.holding("summary") > 0,
+    }
+    waited_for = events[what]
+    while not waited_for():
+        if launcher.poll(pid) is not None:  # it ended before the event: the moment is missed
             break
-        if what == "calls" and lines(out / logs.CALLS) >= threshold:
-            time.sleep(rng.uniform(0.0, 0.02))
-            break
-        if what == "summary" and episodic.exists() and episodic.stat().st_mtime >= started:
-            time.sleep(threshold)  # the summary call is in flight (the server takes 0.3 s over it)
-            break
-        if time.monotonic() - polled > 0.05:
-            if launcher.poll(pid) is not None:
-                break
-            polled = time.monotonic()
         time.sleep(0.002)
+    time.sleep(rng.uniform(0.0, 0.02))
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    return launcher.wait(pid)
+    rc = launcher.wait(pid)
+    server.open()
+    return rc
 
 
 def tear(path: Path) -> None:
@@ -72,8 +82,9 @@ def tear(path: Path) -> None:
 
 
 def test_kill_9_at_20_moments_and_resume_ends_with_the_logs_of_an_uninterrupted_run(runs, server, tmp_path):
-    server.latency, server.slow = 0.02, {"summary": 0.3}
+    server.latency = 0.02
     runs.options["--concurrency"] = "2"
+    runs.options["--timeout"] = "600"  # a held request waits for the kill, however long that takes
     cache = tmp_path / "cache"
     reference = tmp_path / "reference"
     rc, _, stderr = runs.run(reference, cache=runs.cache("cache"))
@@ -91,9 +102,8 @@ def test_kill_9_at_20_moments_and_resume_ends_with_the_logs_of_an_uninterrupted_
             tear(out / logs.PREDICTIONS)
     print("kill moments (wanted, how, threshold, exit status, stage reached):", *moments, sep="\n  ")
     killed = [m for m in moments if m[3] == -signal.SIGKILL]
-    assert len(killed) >= 18, moments
-    assert sum(1 for m in killed if m[0] == m[4]) >= 15, moments
-    assert {m[4] for m in killed if m[0] == m[4]} == {"train", "summary", "test"}, moments
+    assert len(killed) == len(PLAN), moments
+    assert all(m[0] == m[4] for m in killed if m[0] != "start"), moments  # each kill landed where it was planned
 
     rc, stdout, stderr = runs.run(out)
     assert rc == 0, stderr

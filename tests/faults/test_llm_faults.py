@@ -32,7 +32,7 @@ def complete(server, text: str, **config):
 
 @pytest.mark.parametrize("fault", ["429", "500", "503", "hang", "malformed"])
 def test_a_transport_fault_is_retried_then_reported_as_the_calls_error(server, fault):
-    server.faults, server.fault_rate, server.hang_s = (fault,), 1.0, 10.0
+    server.faults, server.fault_rate, server.hang_s = (fault,), 1.0, 600.0
     result, seconds = complete(server, f"always {fault}", timeout=1.0)
     assert result.error and result.text is None and result.retries == 2
     assert len(server.log) == 3
@@ -40,7 +40,9 @@ def test_a_transport_fault_is_retried_then_reported_as_the_calls_error(server, f
                 "malformed": "InternalServer"}[fault]
     assert expected in result.error
     if fault == "hang":  # three attempts, each ended by the client's timeout, not by the server
-        assert 3.0 <= seconds < 9.0
+        assert seconds >= 3.0
+        while server.hangs_cut < 3:  # the server sees each connection go away (no hang lasts its 600 s)
+            time.sleep(0.01)
 
 
 @pytest.mark.parametrize("body", MALFORMED)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from critique import logs
 from faults.conftest import LIMIT, SECRET
@@ -12,14 +13,16 @@ TOTAL_CALLS = 7 * LIMIT + 1
 
 
 def test_a_second_process_on_the_same_run_directory_is_refused_and_writes_nothing(runs, server, tmp_path):
-    server.latency = 0.15  # the first run takes seconds: the second starts and ends within them
+    runs.options["--timeout"] = "600"  # its held requests wait however long the second run takes
+    server.gate(answer=3)  # the first run holds the lock, writes 3 calls, then waits for the server
     out = tmp_path / "run"
     first, first_logs = runs.start(out)
-    deadline = time.monotonic() + 120
-    while lines(out / logs.CALLS) < 3 and time.monotonic() < deadline:  # it holds the lock and is writing
+    while lines(out / logs.CALLS) < 3:
+        assert runs.world.launcher.poll(first) is None, (Path(str(first_logs) + ".err")).read_text()
         time.sleep(0.01)
     rc, stdout, stderr = runs.run(out)
     assert runs.world.launcher.poll(first) is None, "the first run ended before the second one tried"
+    server.open()
     assert rc == 2
     assert stderr.strip().startswith("critique: error:") and "being written by another process" in stderr
     assert len(stderr.strip().splitlines()) == 1 and stdout == ""

@@ -1,17 +1,17 @@
-"""`python -m analysis tables|report ...`: the same as `critique tables|report ...`."""
+"""`python -m critique.analysis tables|report ...`: the same as `critique tables|report ...`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from analysis import cli
+from critique.analysis import cli
 
 
 def main(argv: list[str] | None = None) -> int:
-    from critique.cli import UserError
+    from critique.base.errors import UserError
 
-    parser = argparse.ArgumentParser(prog="python -m analysis", description=cli.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m critique.analysis", description=cli.__doc__.splitlines()[0])
     cli.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from analysis import tally, vocab
-from analysis.load import Logs
+from critique.analysis import tally
+from critique.base import vocab
+from critique.analysis.load import Logs
 
 COLUMNS = {
     "accuracy": ["model", "dataset", "strategy", "accuracy", "timeout_rate", "parse_fail_rate", "n"],

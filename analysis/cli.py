@@ -64,13 +64,13 @@ class Analysis:
 
 
 def _user_error(message: str) -> Exception:
-    from critique.cli import UserError
+    from critique.base.errors import UserError
 
     return UserError(message)
 
 
 def _logs_heading(logs) -> str:
-    from analysis.read import plain
+    from critique.analysis.read import plain
 
     runs = logs.runs
     points = {(r["model"], r["dataset"]) for r in runs if plain(r)}
@@ -86,15 +86,15 @@ def analyse(args) -> Analysis:
     if not args.runs and not any(csvs.values()):
         raise _user_error("nothing to analyse: give run directories and/or --results/--suggestibility/--costs "
                           "CSV files (see `critique tables -h`)")
-    from analysis import stats
+    from critique.analysis import stats
 
     stats.start_helper()  # scipy.stats loads in a helper process while this one reads and counts
     pending = None
     if args.runs:  # start reading the logs first: workers read while scipy loads in the helper
-        from analysis import read
+        from critique.analysis import read
 
         pending = read.start(args.runs, allow_mixed=args.allow_mixed, workers=args.workers)
-    from analysis import cells as cells_mod, csv_input, tables
+    from critique.analysis import cells as cells_mod, csv_input, tables
 
     problems: list[str] = []
     errors: list[str] = []
@@ -108,7 +108,7 @@ def analyse(args) -> Analysis:
             raise _user_error("no usable CSV input: " + "; ".join(errors or ["every table is empty"]))
         heading = "From per-cell CSV numbers: " + ", ".join(f"{k} = {v}" for k, v in csvs.items() if v) + "."
         return Analysis(csv_result, heading, inputs, problems=problems, errors=errors)
-    from analysis.load import wait
+    from critique.analysis.load import wait
 
     logs = wait(pending)
     problems.extend(logs.problems)
@@ -139,7 +139,7 @@ def write(text: str, output: str | None) -> None:
 
 
 def run_tables(args) -> int:
-    from analysis import render
+    from critique.analysis import render
 
     analysis = analyse(args)
     if args.format == "json":
@@ -152,7 +152,7 @@ def run_tables(args) -> int:
 
 
 def run_report(args) -> int:
-    from analysis import report
+    from critique.analysis import report
 
     analysis = analyse(args)
     Path(args.output).write_text(report.html_report(analysis), encoding="utf-8")

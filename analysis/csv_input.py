@@ -16,8 +16,8 @@ import csv
 import math
 from pathlib import Path
 
-from analysis import vocab
-from analysis.cells import COLUMNS, Cells
+from critique.base import vocab
+from critique.analysis.cells import COLUMNS, Cells
 
 RESULTS = (("model", "dataset", "strategy", "accuracy"), ("tokens_per_question", "timeout_rate"))
 SUGGESTIBILITY = (("model", "dataset", "acc_truth", "acc_lying"), ("attribution",))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from analysis import read, tally
+from critique.analysis import read, tally
 
 CALL_KEY = 3  # a call row starts with stage, user, item_id (see analysis.read.CALL_FIELDS)
 

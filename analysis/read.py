@@ -16,9 +16,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from critique import logs
-from analysis import tally, vocab
-from analysis.jsonl import scan
+from critique.base import rundir as logs
+from critique.analysis import tally
+from critique.base import vocab
+from critique.analysis.jsonl import scan
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
                      "completion_tokens", "reasoning_tokens", "error")  # the order analysis.tally reads

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from analysis.tables import Result, Table
+from critique.analysis.tables import Result, Table
 
 FORMATS = {
     "tokens_per_question": ",.0f", "offline_tokens": ",.0f", "saving_per_query": ",.0f", "break_even": ",.0f",

@@ -11,8 +11,8 @@ import json
 import random
 from pathlib import Path
 
-from critique import logs
-from analysis import vocab
+from critique.base import rundir as logs
+from critique.base import vocab
 
 TEMPLATES = {name: hashlib.sha256(name.encode()).hexdigest()
              for name in ("pa_zero_shot", "pa_ep_label", "pa_ep_crit", "pa_sem_crit", "pa_ep_sem_crit",

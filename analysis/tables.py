@@ -10,9 +10,9 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from analysis import vocab
-from analysis.cells import COST_STAGES, Cells, mean, name_key, value_key
-from analysis.stats import paired_summary, spearman
+from critique.base import vocab
+from critique.analysis.cells import COST_STAGES, Cells, mean, name_key, value_key
+from critique.analysis.stats import paired_summary, spearman
 
 TITLES = {
     "table1": "Table 1. Accuracy (%) per model x dataset x strategy",

@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis.synthetic import generate_study  # noqa: E402
+from critique.analysis.synthetic import generate_study  # noqa: E402
 
 
 def count(runs: list[Path], name: str) -> tuple[int, int]:
@@ -97,14 +97,14 @@ def summary(times: list) -> str:
 def breakdown(runs: list[Path]) -> str:
     """Where the time goes, phase by phase, in this process (wall seconds)."""
     marks = [("start", time.perf_counter())]
-    from analysis import read, stats
+    from critique.analysis import read, stats
 
     stats.start_helper()
     try:
         pending = read.start([str(r) for r in runs])
         marks.append(("start scipy helper + manifests + read logs (or start readers)", time.perf_counter()))
-        from analysis import cells, render, tables
-        from analysis.load import wait
+        from critique.analysis import cells, render, tables
+        from critique.analysis.load import wait
 
         logs = wait(pending)
         marks.append(("wait for readers + merge", time.perf_counter()))

@@ -77,14 +77,14 @@ class Server:
 
 
 def config(data: Path, url: str, concurrency: int, cache: Path, limit: int):
-    from critique.pipeline import RunConfig
+    from critique.base.config import RunConfig
 
     return RunConfig(dataset=str(data), model="openai/bench-model", strategies=["zero_shot"], k=3, limit=limit,
                      api_base=url, concurrency=concurrency, cache_dir=str(cache), timeout=60, num_retries=0)
 
 
 def one(data: Path, server: Server, work: Path, concurrency: int, latency: float, embeddings: Path) -> dict:
-    from critique.run_cli import prepare
+    from critique.runner import prepare
 
     n = max(64, 16 * concurrency)
     cache = work / f"cache-c{concurrency}"
@@ -143,7 +143,8 @@ def main() -> int:
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
-    from critique.memory.embed import DEFAULT_ENCODER, Encoder
+    from critique.base.config import DEFAULT_ENCODER
+    from critique.engine.memory.embed import Encoder
 
     work = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
     server = Server(args.latency)

@@ -24,12 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from critique import logs, parsing
+from critique.base import rundir as logs
+from critique.engine import parsing
 from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, dataset_files, files_checksum, write_files
-from critique.memory import semantic as semantic_store
-from critique.memory.episodic import ENTRIES, EpisodicMemory
-from critique.pipeline import RunConfig, pkey
-from critique.strategies import STRATEGIES
+from critique.engine.memory import semantic as semantic_store
+from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
+from critique.base.config import RunConfig
+from critique.engine.pipeline import pkey
+from critique.engine.strategies import STRATEGIES
 
 STAGE = "predict"
 DATA = "data"
@@ -60,10 +62,10 @@ class Prediction:
 class Learner:
     """Learn a classification task from critiques of the model's own answers.
 
-    ``options`` are fields of ``critique.pipeline.RunConfig`` (k, parts, seed, max_tokens,
+    ``options`` are fields of ``critique.base.config.RunConfig`` (k, parts, seed, max_tokens,
     temperature, reasoning_effort, api_base, concurrency, encoder, use_cache, cache_dir, ...).
     Problems found before any call (unknown model, missing key, run directory locked or
-    holding another run) raise ``critique.cli.UserError`` with a one-line message.
+    holding another run) raise ``critique.base.errors.UserError`` with a one-line message.
     """
 
     def __init__(self, model: str, task: str | None = None, answer_space: list[str] | None = None,
@@ -129,8 +131,8 @@ class Learner:
 
     def _encoder(self):
         """The encoder of this learner's runs, made once (its model loads at the first encode)."""
-        from critique.llm import cache_dir
-        from critique.memory.embed import Encoder
+        from critique.base.paths import cache_dir
+        from critique.engine.memory.embed import Encoder
 
         if getattr(self._encoder_kept, "name", None) != self.config.encoder:
             self._encoder_kept = Encoder(self.config.encoder, cache_dir(self.config.cache_dir))
@@ -145,16 +147,12 @@ class Learner:
         items, card = self._train_data(data)
         self._write_data(items, card)
         self.config = replace(self.config, dataset=str(self.out / DATA))
-        run = self._open()
-        complete = False
+        opened = []
         try:
-            _run_sync(run.train_stage())
-            complete = True
+            self._execute(lambda run: run.train_stage(), opened.append)
         finally:
-            run.close(complete)
-            run.llm.close()
-            self.calls_made = run.llm.calls_made
-        self._memory, self._semantic = run.memory, dict(sorted(run.semantic.items()))
+            self.calls_made = opened[0].llm.calls_made if opened else 0
+        self._memory, self._semantic = opened[0].memory, dict(sorted(opened[0].semantic.items()))
         return self
 
     def _train_data(self, data) -> tuple[list[Item], DatasetCard]:
@@ -209,17 +207,17 @@ class Learner:
             return []
         if self._manifest() is None or self.memory is None:
             raise RuntimeError(f"nothing is fitted in {self.out}: call fit() first, or Learner.load(run_dir)")
-        old_status = self._manifest().get("status")
-        run = self._open()
-        if self.task is not None and (run.task != self.task or list(run.space) != list(self.answer_space or [])):
-            run.close(old_status == "complete")
-            run.llm.close()
-            raise ValueError(f"{self.out} was fitted for another task or answer space; use another out folder")
-        run.memory, run.semantic = self.memory, self.semantic
         unique = list({(i.user, i.id): i for i in items}.values())
         done: dict[tuple, dict] = {}
+        opened = []
 
-        async def go() -> None:
+        def setup(run) -> None:
+            opened.append(run)
+            if self.task is not None and (run.task != self.task or list(run.space) != list(self.answer_space or [])):
+                raise ValueError(f"{self.out} was fitted for another task or answer space; use another out folder")
+            run.memory, run.semantic = self.memory, self.semantic
+
+        async def go(run) -> None:
             vectors = run.encoder.encode([i.question for i in unique])
 
             async def one(pair) -> None:
@@ -228,12 +226,10 @@ class Learner:
 
             await run.each(list(zip(unique, vectors)), one, f"predict ({strategy})")
 
-        try:
-            _run_sync(go())
+        try:  # predictions add to a fitted run: its status stays what it was
+            self._execute(go, setup, complete=self._manifest().get("status") == "complete")
         finally:
-            run.close(old_status == "complete")
-            run.llm.close()
-            self.calls_made = run.llm.calls_made
+            self.calls_made = opened[0].llm.calls_made if opened else 0
         return [_prediction(done[(i.user, i.id)], i) for i in items]
 
     # ---- run directory --------------------------------------------------------------
@@ -241,12 +237,16 @@ class Learner:
         path = self.out / logs.MANIFEST
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
-    def _open(self):
-        from critique.run_cli import prepare
+    def _execute(self, work, setup, complete: bool | None = None) -> None:
+        """One open -> work -> close of the run directory, through the runner."""
+        from critique.runner import execute_run
 
-        run = prepare(self.config, self.out, probe=self.probe, ablation=self.ablation, progress=self.progress)
-        run.encoder = self._encoder()  # the same encoder, its model loaded once, not at every predict
-        return run
+        def ready(run) -> None:
+            run.encoder = self._encoder()  # the same encoder, its model loaded once, not at every predict
+            setup(run)
+
+        execute_run(self.config, self.out, probe=self.probe, ablation=self.ablation, work=work, setup=ready,
+                    progress=self.progress, runner=_run_sync, complete=complete)
 
 
 async def _predict_one(run, name: str, item: Item, vector) -> dict:

@@ -15,3 +15,20 @@ if(PROJECT_NAME STREQUAL "llama.cpp")
   endfunction()
   cmake_language(DEFER CALL _critique_llama_at_o1)
 endif()
+
+if(PROJECT_NAME STREQUAL "ggml")
+  # Intel AMX off. -march=native turns on ggml's AMX kernels on a processor that has AMX (Sapphire
+  # Rapids and later), and with them llama.cpp repacks Q4_1 and Q8_0 weights into its AMX buffer,
+  # where reading a prompt crashed (segmentation fault in llama_decode: the shipped Q4_1 file
+  # on any prompt, the F16 file when logits of every position are kept). Without AMX those weights
+  # run on the AVX-512 / AVX2 kernels, as on every other x86 processor. Added to ggml-cpu's own
+  # options, after -march=native, so that the later -mno-amx-* wins.
+  include(CheckCCompilerFlag)
+  check_c_compiler_flag(-mno-amx-int8 _critique_has_mno_amx)
+  function(_critique_no_amx)
+    if(_critique_has_mno_amx AND TARGET ggml-cpu)
+      target_compile_options(ggml-cpu PRIVATE -mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+    endif()
+  endfunction()
+  cmake_language(DEFER CALL _critique_no_amx)
+endif()

@@ -24,7 +24,7 @@ def main() -> None:
     for name in MODULES:
         importlib.import_module(name)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # critique is not installed yet
-    from critique.memory.embed import Encoder
+    from critique.engine.memory.embed import Encoder
 
     Encoder().encode(["warm up"])  # the shipped encoder, without a vector cache
 

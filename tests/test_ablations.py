@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from critique import ablations, logs
+from critique.datasets import subsets
+from critique.experiments import ablations
+from critique.base import rundir as logs
 from critique.cli import main
 from critique.datasets.splits import Item
 
@@ -36,23 +38,23 @@ fractions = st.floats(min_value=0.01, max_value=1.0, allow_nan=False)
 def test_train_subsets_are_nested_per_user_and_keep_the_order(keys, f1, f2, seed):
     items = [Item(f"i{n}", f"question {n}", "1", user) for user, n in keys]
     small, large = sorted((f1, f2))
-    a, b = ablations.train_subset(items, small, seed), ablations.train_subset(items, large, seed)
+    a, b = subsets.train_subset(items, small, seed), subsets.train_subset(items, large, seed)
     assert {(i.user, i.id) for i in a} <= {(i.user, i.id) for i in b}  # nested
-    assert ablations.train_subset(items, 1.0, seed) == items  # the whole train set, in its order
+    assert subsets.train_subset(items, 1.0, seed) == items  # the whole train set, in its order
     for subset, f in ((a, small), (b, large)):
         assert subset == [i for i in items if i in subset]  # original order kept
         for user in {i.user for i in items}:
             n = sum(i.user == user for i in items)
-            assert sum(i.user == user for i in subset) == ablations.subset_size(f, n) >= 1  # per user, never empty
-    assert ablations.train_subset(list(reversed(items)), small, seed) == list(reversed(a))  # order-independent choice
+            assert sum(i.user == user for i in subset) == subsets.subset_size(f, n) >= 1  # per user, never empty
+    assert subsets.train_subset(list(reversed(items)), small, seed) == list(reversed(a))  # order-independent choice
 
 
 def test_train_subset_depends_on_the_seed_and_rejects_bad_fractions():
     items = [Item(f"i{n}", "q", "1") for n in range(40)]
-    assert ablations.train_subset(items, 0.5, 0) != ablations.train_subset(items, 0.5, 1)
+    assert subsets.train_subset(items, 0.5, 0) != subsets.train_subset(items, 0.5, 1)
     for bad in (0, -0.1, 1.5):
         with pytest.raises(ValueError):
-            ablations.train_subset(items, bad, 0)
+            subsets.train_subset(items, bad, 0)
 
 
 # ---- K ------------------------------------------------------------------------------------------

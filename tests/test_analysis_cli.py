@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import synthetic
-from analysis.__main__ import main
+from critique.analysis import synthetic
+from critique.analysis.__main__ import main
 from test_analysis_helpers import build_study
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from analysis.__main__ import main
+from critique.analysis.__main__ import main
 from test_analysis_helpers import ACCURACY, OFFLINE, SUGGESTIBILITY, TOKENS, build_study
 
 T_975_DF3 = 3.182446305284263

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis import synthetic
+from critique.analysis import synthetic
 
 ACCURACY = {
     ("mA", "d1"): {"zero_shot": 50, "EP_LABEL": 60, "EP_CRIT": 70, "SEM_CRIT": 50, "EP+SEM_CRIT": 80},

@@ -2,7 +2,7 @@
 
 import json
 
-from analysis.jsonl import scan
+from critique.analysis.jsonl import scan
 
 FIELDS = ("stage", "strategy", "user", "completion_tokens", "correct", "score")
 
@@ -93,7 +93,7 @@ def test_missing_and_empty_files(tmp_path):
 
 
 def test_tricky_lines_take_the_fast_path(tmp_path):
-    from analysis.jsonl import _fast
+    from critique.analysis.jsonl import _fast
 
     data = write(tmp_path / "calls.jsonl", tricky_records()).read_bytes()
     fast = _fast(data, len(data), FIELDS)
@@ -151,7 +151,7 @@ def test_where_reads_only_the_chosen_lines_and_still_reports_a_cut_one(tmp_path)
 
 
 def test_short_records_are_parsed_at_once_unless_a_line_is_odd(tmp_path):
-    from analysis.jsonl import _whole
+    from critique.analysis.jsonl import _whole
 
     records = tricky_records() * 2
     data = write(tmp_path / "p.jsonl", records).read_bytes()

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from analysis import cells, synthetic, tables
-from analysis.load import load
+from critique.analysis import cells, synthetic, tables
+from critique.analysis.load import load
 from test_analysis_helpers import ACCURACY, build_study
 
 T_975_DF3 = 3.182446305284263  # Student's t, 97.5% quantile, 3 degrees of freedom

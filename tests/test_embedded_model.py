@@ -2,7 +2,7 @@
 
 import pytest
 
-from critique import logs
+from critique.base import rundir as logs
 from critique.cli import main
 
 pytest.importorskip("llama_cpp")
@@ -34,7 +34,7 @@ def test_f16_weights_are_written_once_and_hold_the_shipped_values(home, monkeypa
     import numpy as np
     from llama_cpp import Llama
 
-    from critique import local_llm
+    from critique.llm import local as local_llm
 
     monkeypatch.setattr(local_llm, "WEIGHTS", "f16")
     path = local_llm.weights_path("smollm2")
@@ -67,8 +67,8 @@ def test_f16_weights_are_written_once_and_hold_the_shipped_values(home, monkeypa
 
 
 def test_local_settings_are_part_of_the_request(home, monkeypatch):
-    from critique import local_llm
-    from critique.llm import LLM, LLMConfig
+    from critique.llm import local as local_llm
+    from critique.llm.client import LLM, LLMConfig
 
     requests = {}
     for weights in ("f16", "gguf"):
@@ -82,7 +82,7 @@ def test_local_settings_are_part_of_the_request(home, monkeypatch):
 
 
 def test_unknown_weight_type_is_refused(monkeypatch):
-    from critique import local_llm
+    from critique.llm import local as local_llm
 
     monkeypatch.setattr(local_llm, "WEIGHTS", "q2")
     with pytest.raises(ValueError, match="CRITIQUE_LOCAL_WEIGHTS"):
@@ -92,8 +92,8 @@ def test_unknown_weight_type_is_refused(monkeypatch):
 def test_grammar_first_greedy_chooses_what_the_full_grammar_pass_chooses(home):
     from llama_cpp import Llama
 
-    from critique import local_llm
-    from critique.grammar_sampler import GrammarFirstLlama, GreedyUnderGrammar
+    from critique.llm import local as local_llm
+    from critique.llm.grammar import GrammarFirstLlama, GreedyUnderGrammar
 
     reason = {"type": "string", "maxLength": 60}
     critique = {"type": "object", "properties": {"correct_answer": reason, "local_reason": reason},
@@ -124,7 +124,7 @@ def test_async_calls_of_the_embedded_model_all_run_on_one_thread(monkeypatch):
     import threading
     import time
 
-    from critique import local_llm
+    from critique.llm import local as local_llm
 
     handler = local_llm.LocalLLM()
     seen = []

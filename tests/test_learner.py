@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from critique import logs
+from critique.base import rundir as logs
 
 TASK = "Is the statement true?"
 SPACE = ["yes", "no"]

@@ -1,7 +1,7 @@
 import numpy as np
 
-from critique.memory.embed import Encoder
-from critique.memory.episodic import EpisodicMemory
+from critique.engine.memory.embed import Encoder
+from critique.engine.memory.episodic import EpisodicMemory
 
 
 def entry(item_id, user=None):

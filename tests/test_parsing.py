@@ -1,6 +1,6 @@
 from hypothesis import given, strategies as st
 
-from critique import parsing
+from critique.engine import parsing
 
 SPACE = ["1", "2", "3", "4"]
 

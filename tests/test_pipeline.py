@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from critique import logs
+from critique.base import rundir as logs
 from critique.cli import main
 
 ALL = ["zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"]

@@ -8,7 +8,8 @@ import litellm
 import pytest
 from litellm import CustomLLM
 
-from critique import logs, probes
+from critique.base import rundir as logs
+from critique.experiments import probes
 from critique.cli import main
 
 

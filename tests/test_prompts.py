@@ -1,6 +1,6 @@
-from critique import agents, prompts
+from critique.engine import agents, prompts
 from critique.datasets.splits import Item
-from critique.strategies import STRATEGIES
+from critique.engine.strategies import STRATEGIES
 
 ITEM = Item("t1", "Which ordering? (the question)", "2")
 SPACE = ["1", "2", "3", "4"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from critique import logs
+from critique.base import rundir as logs
 from critique.cli import main
 
 
@@ -195,7 +195,7 @@ values = [1]
 
 
 def test_example_study_file_is_valid():
-    from critique import study
+    from critique.experiments import study
 
     example = study.load(Path(__file__).parent.parent / "examples" / "study.toml")
     assert [m.name for m in example.models][-1] == "hosted_vllm/Qwen/Qwen3-8B"

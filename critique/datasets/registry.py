@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from critique.base.paths import data_dir, raw_dir  # noqa: F401  (raw_dir: where the builders read)
 from critique.datasets import mcr, mcr_gen, nfcorpus, pref_gen, preference, pubmed
 from critique.datasets.splits import CARD, Dataset, DatasetError, load_dataset
 
@@ -42,24 +42,6 @@ for _name, _task, _space, _build in [
     ("movie", "movie preference (MovieLens)", preference.ANSWER_SPACE, preference.movie),
 ]:
     register(DatasetSpec(_name, _task, tuple(_space), _build, generated=False, raw_subdir=_name))
-
-
-def _folder(explicit: str | Path | None, variable: str, default: str) -> Path:
-    if explicit:
-        return Path(explicit)
-    if os.environ.get(variable):
-        return Path(os.environ[variable])
-    return Path.home() / ".cache" / "critique" / default
-
-
-def data_dir(explicit: str | Path | None = None) -> Path:
-    """Where built splits live: --data-dir, $CRITIQUE_DATA_DIR, or ~/.cache/critique/datasets."""
-    return _folder(explicit, "CRITIQUE_DATA_DIR", "datasets")
-
-
-def raw_dir(explicit: str | Path | None = None) -> Path:
-    """Where raw upstream files are: --to/--raw, $CRITIQUE_RAW_DIR, or ~/.cache/critique/raw."""
-    return _folder(explicit, "CRITIQUE_RAW_DIR", "raw")
 
 
 def resolve(name_or_path: str, data: str | Path | None = None) -> Dataset:

@@ -17,8 +17,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from critique import logs
-from critique.report import latest
+from critique.base import rundir as logs
+from critique.base.rundir import latest
 
 HERE = Path(__file__).resolve().parent
 
@@ -69,7 +69,8 @@ class Launcher:
 def warm(data_dir: str, cache: str, limit: int) -> int:
     """Build mcr-gen and embed its first ``limit`` train and test questions into ``cache``."""
     from critique.datasets.registry import resolve
-    from critique.memory.embed import DEFAULT_ENCODER, Encoder
+    from critique.base.config import DEFAULT_ENCODER
+    from critique.engine.memory.embed import Encoder
 
     dataset = resolve("mcr-gen", data_dir).limited(limit)
     Encoder(DEFAULT_ENCODER, Path(cache)).encode([i.question for i in dataset.train + dataset.test])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from critique import logs
-from critique.report import latest
+from critique.base import rundir as logs
+from critique.base.rundir import latest
 from faults.conftest import LIMIT
 from faults.harness import duplicates, lines, pkey
 from faults.server import TRANSIENT, messages_digest

@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from critique import logs
+from critique.base import rundir as logs
 from faults.conftest import LIMIT
 from faults.harness import content, duplicates, lines, pkey
 

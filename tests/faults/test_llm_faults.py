@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from critique import agents, parsing
-from critique.llm import LLM, LLMConfig, backoff, retry_after_of
+from critique.engine import agents, parsing
+from critique.llm.client import LLM, LLMConfig, backoff, retry_after_of
 from faults.server import MALFORMED, reply_text
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "enum": ["1", "2", "3", "4"]}},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from critique import logs
+from critique.base import rundir as logs
 from faults.conftest import LIMIT, SECRET
 from faults.harness import duplicates, lines, pkey
 

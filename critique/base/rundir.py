@@ -121,3 +121,11 @@ def read_run(path: str | Path, problems: list[str] | None = None) -> dict:
         "calls": read_jsonl(path / CALLS, problems),
         "predictions": read_jsonl(path / PREDICTIONS, problems),
     }
+
+
+def latest(records: list[dict]) -> list[dict]:
+    """The final record per (stage, strategy, user, item): a rerun's record replaces a failed one."""
+    final: dict[tuple, dict] = {}
+    for r in records:
+        final[(r["stage"], r.get("strategy"), r.get("user"), r["item_id"])] = r
+    return list(final.values())

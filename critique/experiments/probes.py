@@ -30,8 +30,8 @@ import asyncio
 from itertools import combinations
 from pathlib import Path
 
-from critique import agents, parsing
-from critique.pipeline import pkey
+from critique.engine import agents, parsing
+from critique.engine.pipeline import pkey
 
 TRUTH, LYING = "truth", "lying"
 CONDITIONS = (TRUTH, LYING)
@@ -152,7 +152,7 @@ async def suggestibility(run) -> None:
 
 def suggestibility_summary(predictions: list[dict]) -> dict:
     """Acc(truth), Acc(lying) and S in percent; also how often the answer followed the critique."""
-    from critique.report import latest
+    from critique.base.rundir import latest
 
     out: dict = {}
     for condition in CONDITIONS:
@@ -196,7 +196,7 @@ def consistency_summary(predictions: list[dict], repeats: int) -> dict:
     """Agreement in percent over items with all repeats: all equal, and the mean over pairs.
 
     A parse failure counts as the answer "no valid answer" (two failures agree)."""
-    from critique.report import latest
+    from critique.base.rundir import latest
 
     answers: dict[tuple, dict[int, str | None]] = {}
     correct = []
@@ -234,7 +234,7 @@ def _pct(value) -> str:
 
 
 def print_summary(run_dir: Path) -> None:
-    from critique import logs
+    from critique.base import rundir as logs
 
     data = logs.read_run(run_dir)
     manifest = data["manifest"]

@@ -1,18 +1,11 @@
-"""The accuracy table that `critique run` prints for its own run directory."""
+"""Per-strategy accuracy of one run directory: the table `critique run` prints, and the rows
+that the ablation and probe summaries are made of."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from critique import logs
-
-
-def latest(records: list[dict]) -> list[dict]:
-    """The final record per (stage, strategy, user, item): a rerun's record replaces a failed one."""
-    final: dict[tuple, dict] = {}
-    for r in records:
-        final[(r["stage"], r.get("strategy"), r.get("user"), r["item_id"])] = r
-    return list(final.values())
+from critique.base import rundir as logs
 
 
 def strategy_rows(predictions: list[dict], strategies: list[str]) -> list[dict]:
@@ -32,7 +25,7 @@ def strategy_rows(predictions: list[dict], strategies: list[str]) -> list[dict]:
 def print_table(run_dir: Path) -> None:
     run = logs.read_run(run_dir)
     m = run["manifest"]
-    rows = strategy_rows(latest(run["predictions"]), m["config"]["strategies"])
+    rows = strategy_rows(logs.latest(run["predictions"]), m["config"]["strategies"])
     print(f"\n{m['dataset']['name']} x {m['config']['model']}  (test items: {m['dataset']['n_test']})\n")
     print("| strategy | n | accuracy % | timeouts | parse failures | errors | tokens/question |")
     print("|---|---:|---:|---:|---:|---:|---:|")

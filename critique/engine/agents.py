@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from critique import parsing, prompts
+from critique.engine import parsing, prompts
 from critique.datasets.splits import Item
-from critique.llm import LLM, LLMResult
+from critique.llm.client import LLM, LLMResult
 
 NO_ANSWER = "(no valid answer)"
 

@@ -29,7 +29,7 @@ def register(sub) -> None:
 
 
 def _names(name: str, known) -> list[str]:
-    from critique.cli import UserError
+    from critique.base.errors import UserError
 
     if name == "all":
         return sorted(known)

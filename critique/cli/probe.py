@@ -1,0 +1,63 @@
+"""`critique probe suggestibility|consistency`: one run directory each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from critique.cli.options import add_run_options, config_from_args
+
+# Options a probe or an ablation sets itself.
+SET_BY_THE_COMMAND = ("--strategies", "--k", "--parts", "--out")
+
+
+def add_experiment_options(p, out_help: str) -> None:
+    """The options of `critique run` that a probe or an ablation takes, and --out, --reuse."""
+    add_run_options(p, leave_out=SET_BY_THE_COMMAND)
+    p.add_argument("--out", help=out_help)
+    p.add_argument("--reuse", action="append", metavar="DIR",
+                   help="run directory (or folder of them) whose answered requests are reused; repeatable")
+
+
+def register(sub) -> None:
+    probe = sub.add_parser("probe", help="suggestibility and consistency probes (one run directory each)")
+    kinds = probe.add_subparsers(dest="probe", required=True)
+    s = kinds.add_parser("suggestibility", help="answers with a truthful vs a lying critique in context")
+    add_experiment_options(s, "run directory (default runs/<dataset>__<model>__suggestibility[-<attribution>])")
+    s.add_argument("--attribution", default="none",
+                   help="who the critique is said to come from: none (default), user, self, other:MODEL")
+    s.set_defaults(func=main)
+    c = kinds.add_parser("consistency", help="the zero-shot predictions of a split, asked N times")
+    add_experiment_options(c, "run directory (default runs/<dataset>__<model>__consistency-<N>[-train])")
+    c.add_argument("--repeats", type=int, default=5, help="times each item is asked (default 5, at least 2)")
+    c.add_argument("--split", choices=["test", "train"], default="test")
+    c.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from critique.base.errors import UserError
+    from critique.datasets.registry import resolve
+    from critique.experiments import probes, reuse
+    from critique.runner import execute_run, run_name
+
+    config = config_from_args(args, strategies="zero_shot")
+    if args.probe == "suggestibility":
+        try:
+            probe = probes.suggestibility_probe(probes.parse_attribution(args.attribution))
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    else:
+        if args.repeats < 2:
+            raise UserError(f"--repeats must be at least 2, not {args.repeats}")
+        probe = probes.consistency_probe(args.repeats, args.split)
+    config = probes.probe_config(config, probe)
+    out = Path(args.out) if args.out else Path("runs") / run_name(config, probes.probe_suffix(probe))
+    pool = None
+    if probe["name"] == "suggestibility":  # consistency always asks the model
+        checksum = resolve(config.dataset, config.data_dir).checksum
+        pool = reuse.matching_calls(reuse.default_places(config, out.parent, args.reuse), config.model,
+                                    checksum, exclude=out)
+    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=probes.work_for(probe),
+                             progress=not args.quiet)
+    probes.print_summary(out)
+    print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
+    return 0

@@ -1,0 +1,153 @@
+"""Ablations (SPEC section 4): K, train size, critique parts.
+
+Each value of an ablation is an ordinary run directory (same contract as `critique run`)
+with the ablated config field set (``k``, ``train_fraction`` or ``parts``) and
+``{"name": ..., "value": ...}`` in the manifest's ``ablation`` and in every record:
+
+    <parent>/<dataset>__<model>__k-3/              config.k = 3, strategies [EP_CRIT]
+    <parent>/<dataset>__<model>__train_size-0.5/   config.train_fraction = 0.5, [EP_CRIT, EP+SEM_CRIT]
+    <parent>/<dataset>__<model>__parts-local/      config.parts = "local", [EP_CRIT]
+
+Nothing is paid twice. Every run executes its own train stage, but a request already
+answered in a matching run directory (same model and data: the one-run directory
+`<dataset>__<model>`, the other values of the sweep, any `--reuse` folder) is not sent
+again: it is logged in the new run with ``cached: true`` and the usage of the original
+answer (``Run.reuse``; the shared response cache does the same across machines' runs).
+A K or parts sweep therefore pays its train stage once, and a train-size sweep pays the
+initial predictions and critiques of the largest fraction plus one summary per fraction
+(the subsets are nested, so every smaller fraction's items are among the larger ones).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+
+from critique.base import rundir as logs
+from critique.base.vocab import ABLATION_VALUES, CRITIQUE, SUMMARY, TRAIN
+from critique.engine.scores import strategy_rows
+from critique.experiments import reuse
+from critique.experiments.probes import stage_timeouts
+from critique.runner import Outcome, execute_run, run_name
+
+OFFLINE = (TRAIN, CRITIQUE, SUMMARY)  # the train stage's calls
+
+NAMES = ("k", "train_size", "parts")
+CLI_NAMES = {"k": "k", "train-size": "train_size", "parts": "parts"}
+STRATEGIES = {"k": ["EP_CRIT"], "parts": ["EP_CRIT"], "train_size": ["EP_CRIT", "EP+SEM_CRIT"]}
+DEFAULT_VALUES = ABLATION_VALUES
+
+
+# ---- values ------------------------------------------------------------------------------
+def parse_values(name: str, text: str | list) -> list:
+    """The values of one ablation from '1,3,5' (or a list); ValueError with the reason."""
+    from critique.engine.strategies import PARTS
+
+    raw = [v.strip() for v in text.split(",") if v.strip()] if isinstance(text, str) else list(text)
+    if not raw:
+        raise ValueError(f"ablation {name}: no values given")
+    values = []
+    for v in raw:
+        if name == "k":
+            if isinstance(v, bool) or not str(v).strip().isdigit() or int(v) < 1:
+                raise ValueError(f"ablation k: values must be whole numbers >= 1, not {v!r}")
+            values.append(int(v))
+        elif name == "train_size":
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                f = -1.0
+            if isinstance(v, bool) or not 0 < f <= 1:
+                raise ValueError(f"ablation train_size: fractions must be in (0, 1], not {v!r}")
+            values.append(f)
+        elif name == "parts":
+            if v not in PARTS:
+                raise ValueError(f"ablation parts: values must be among {', '.join(PARTS)}, not {v!r}")
+            values.append(v)
+        else:
+            raise ValueError(f"unknown ablation {name!r}; choose from {', '.join(NAMES)}")
+    return list(dict.fromkeys(values))
+
+
+def config_for(base, name: str, value):
+    """The run config of one ablation value (``base`` gives model, data, decoding...)."""
+    if name == "k":
+        return replace(base, strategies=list(STRATEGIES[name]), k=int(value))
+    if name == "parts":
+        return replace(base, strategies=list(STRATEGIES[name]), parts=str(value))
+    if name == "train_size":
+        return replace(base, strategies=list(STRATEGIES[name]), train_fraction=float(value))
+    raise ValueError(f"unknown ablation {name!r}")
+
+
+async def execute(run) -> None:
+    """The train stage (the summary only when a strategy needs it), then the test stage."""
+    from critique.engine.strategies import STRATEGIES as ALL
+
+    await run.initial_predictions()
+    await run.critiques()
+    if any(ALL[s].semantic for s in run.config.strategies):
+        await run.summaries()
+    await run.test_stage()
+
+
+def value_label(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def run_dir(parent: Path, config, name: str, value) -> Path:
+    return Path(parent) / run_name(config, f"{name}-{value_label(value)}")
+
+
+def sweep(base, name: str, values: list, parent: Path, *, reuse_places: list[str] | None = None,
+          progress: bool = True, setup=None, pool: dict | None = None) -> list[Outcome]:
+    """One run directory per value, in order; each reuses the calls of the runs before it."""
+    from critique.datasets.registry import resolve
+
+    checksum = resolve(base.dataset, base.data_dir).checksum
+    if pool is None:
+        pool = reuse.matching_calls(reuse.default_places(base, parent, reuse_places), base.model, checksum)
+    outcomes = []
+    with asyncio.Runner() as runner:  # one event loop for the whole sweep (litellm keeps loop-bound state)
+        for value in values:
+            config = config_for(base, name, value)
+            outcome, logged = execute_run(config, run_dir(parent, config, name, value),
+                                          ablation={"name": name, "value": value}, reuse=pool, work=execute,
+                                          setup=setup,
+                                          progress=progress, runner=runner.run)
+            pool.update({k: v for k, v in logged.items() if k not in pool})
+            outcomes.append(outcome)
+    return outcomes
+
+
+# ---- the table printed after a sweep --------------------------------------------------------
+def summary_rows(run_dirs: list[Path]) -> list[dict]:
+    rows = []
+    for path in run_dirs:
+        data = logs.read_run(path)
+        manifest, ablation = data["manifest"], data["manifest"].get("ablation") or {}
+        offline = [c for c in data["calls"] if c["stage"] in OFFLINE]
+        for row in strategy_rows(logs.latest(data["predictions"]), manifest["config"]["strategies"]):
+            rows.append({"ablation": ablation.get("name"), "value": ablation.get("value"), **row,
+                         "offline_calls_paid": sum(not c["cached"] for c in offline),
+                         "offline_tokens": sum(c["completion_tokens"] for c in offline), "run": str(path)})
+    return rows
+
+
+def print_summary(run_dirs: list[Path]) -> None:
+    rows = summary_rows(run_dirs)
+    if not rows:
+        return
+    print(f"\nablation {rows[0]['ablation']}\n")
+    print("| value | strategy | n | accuracy % | timeouts | offline calls paid | offline tokens |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {value_label(r['value'])} | {r['strategy']} | {r['n']} | {r['accuracy']:.1f} | {r['timeouts']} "
+              f"| {r['offline_calls_paid']} | {r['offline_tokens']} |")
+    for path in run_dirs:
+        timeouts = stage_timeouts(logs.read_jsonl(Path(path) / logs.CALLS))
+        if timeouts:
+            print(f"{Path(path).name}: timeouts per stage: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(timeouts.items())))
+    print()

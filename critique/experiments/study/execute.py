@@ -1,0 +1,186 @@
+"""Running a study: cells in parallel with joblib (threads by default; ``--backend
+loky|dask|ray`` for users with several machines, the output folder then shared), each cell
+its run directories in order through the runner. A cell whose run directories are all
+complete is skipped, and a cell killed at any moment continues where it stopped.
+
+Concurrency: each cell has at most its model's ``concurrency`` calls in flight, and with
+threads all cells of one provider together at most ``[providers] <name> = N``, through one
+``critique.llm.limits.ProviderLimits`` that every cell's LLM client takes as an option.
+Worker processes (loky, dask, ray) cannot share it, so there the provider's limit is split:
+each cell gets ``N // min(jobs, cells of that provider)`` (at least 1).
+
+Several endpoints serving the same model (several vLLM servers) are declared under
+``[[router.model_list]]``; that model's calls then go through one litellm ``Router`` over
+those deployments, an option of the LLM client too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+from critique.experiments import ablations, probes, reuse
+from critique.experiments.study.file import Cell, _error, check, load
+from critique.experiments.study.plan import plan, split_concurrency, task_state
+from critique.llm.limits import ProviderLimits
+from critique.runner import execute_run
+
+# ---- running ----------------------------------------------------------------------------------
+_PRINT = threading.Lock()
+
+
+class SharedLoop:
+    """One event loop in a thread of its own, for all the cells of this process.
+
+    Cells run in joblib threads, but their coroutines all run on this one loop: litellm
+    keeps process-wide async state (its logging worker, client caches) that breaks when
+    several event loops run at once in one process.
+    """
+
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="critique-study-loop", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def close(self) -> None:
+        """Cancel what is left on the loop (litellm's background tasks), then stop and close it."""
+
+        async def cancel_the_rest() -> None:
+            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in rest:
+                task.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+            await self.loop.shutdown_asyncgens()
+
+        try:
+            asyncio.run_coroutine_threadsafe(cancel_the_rest(), self.loop).result(timeout=10)
+        except Exception:  # noqa: BLE001  (best effort: the loop is going away)
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+def say(text: str) -> None:
+    with _PRINT:
+        print(text, flush=True)
+
+
+def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None,
+             limits: ProviderLimits | None, shared: SharedLoop | None = None) -> dict:
+    """Every run directory of one cell, in order. Never raises: a failure is reported."""
+    started = time.monotonic()
+    head = f"[{cell.index}/{total}] {cell.label}"
+    calls, done = 0, []
+    try:
+        pool = reuse.matching_calls([Path(out)], cell.model.name, cell.checksum)
+
+        for task in cell.tasks:
+            if task_state(task) == "complete":
+                continue
+            if task.probe is not None:
+                work = probes.work_for(task.probe)
+            elif task.ablation is not None:
+                work = ablations.execute
+            else:
+                work = lambda run: run.execute()  # noqa: E731
+            fresh = (task.probe or {}).get("name") == "consistency"
+            outcome, logged = execute_run(task.config, task.out, probe=task.probe, ablation=task.ablation,
+                                          reuse=None if fresh else pool, work=work, progress=False,
+                                          runner=shared.run if shared else asyncio.run,
+                                          deployments=cell.model.deployments, routing_strategy=routing_strategy,
+                                          limits=limits)
+            if not fresh:
+                pool.update({k: v for k, v in logged.items() if k not in pool})
+            calls += outcome.calls_made
+            done.append(task.label)
+            say(f"{head}: {task.label} done ({outcome.calls_made} calls, {outcome.seconds:.1f}s)")
+    except Exception as exc:  # noqa: BLE001  (one failed cell does not stop the others)
+        from critique.base.rundir import redact
+
+        message = redact(f"{type(exc).__name__}: {exc}")
+        say(f"{head}: FAILED after {time.monotonic() - started:.1f}s: {message}")
+        return {"cell": cell.index, "label": cell.label, "status": "failed", "calls": calls, "error": message}
+    say(f"{head}: complete ({len(done)} run directories written, {calls} calls, "
+        f"{time.monotonic() - started:.1f}s)")
+    return {"cell": cell.index, "label": cell.label, "status": "done", "calls": calls, "error": None}
+
+
+def _backend(backend: str, scheduler: str | None):
+    """Prepare a cluster backend; returns an object to keep alive (a dask client)."""
+    if backend == "ray":
+        try:
+            import ray
+            from ray.util.joblib import register_ray
+        except ImportError:
+            raise _error("--backend ray needs the package ray (pip install 'ray[default]')") from None
+        register_ray()
+        if scheduler:
+            ray.init(address=scheduler)
+        return None
+    if backend == "dask":
+        try:
+            from distributed import Client
+        except ImportError:
+            raise _error("--backend dask needs the packages dask and distributed") from None
+        return Client(scheduler) if scheduler else Client()
+    return None
+
+
+def main(args) -> int:
+    import joblib
+
+    study = load(args.file)
+    if args.out:
+        study.out = Path(args.out)
+    jobs = args.jobs or study.jobs
+    backend = args.backend or study.backend
+    if jobs < 1:
+        raise _error(f"--jobs must be at least 1, not {jobs}")
+    checksums = check(study)
+    cells = plan(study, checksums)
+    states = {c.index: [task_state(t) for t in c.tasks] for c in cells}
+    todo = [c for c in cells if any(s != "complete" for s in states[c.index])]
+    say(f"study {study.path}: {len(cells)} cells ({len(study.models)} models x {len(study.datasets)} datasets), "
+        f"{sum(len(c.tasks) for c in cells)} run directories under {study.out}; "
+        f"{len(cells) - len(todo)} complete, {len(todo)} to run; backend {backend}, {jobs} at once")
+    if args.dry_run:
+        for cell in cells:
+            say(f"[{cell.index}/{len(cells)}] {cell.label}: "
+                + ", ".join(f"{t.label} ({s})" for t, s in zip(cell.tasks, states[cell.index])))
+        return 0
+    for cell in cells:
+        if cell not in todo:
+            say(f"[{cell.index}/{len(cells)}] {cell.label}: complete, skipped")
+    study.out.mkdir(parents=True, exist_ok=True)
+    limits = shared = None
+    if backend == "threading":
+        limits, shared = ProviderLimits(study.providers), SharedLoop()
+    else:
+        split_concurrency(study, todo, jobs)
+    keep = _backend(backend, args.scheduler)
+    results = []
+    try:
+        with joblib.parallel_config(backend=backend, n_jobs=min(jobs, max(1, len(todo)))):
+            for result in joblib.Parallel(return_as="generator_unordered")(
+                    joblib.delayed(run_cell)(cell, len(cells), str(study.out), study.routing_strategy, limits,
+                                             shared)
+                    for cell in todo):
+                results.append(result)
+    finally:
+        if shared is not None:
+            shared.close()
+        if keep is not None:
+            keep.close()
+    failed = [r for r in results if r["status"] == "failed"]
+    say(f"study: {len(results) - len(failed)} cells done, {len(cells) - len(todo)} skipped, {len(failed)} failed; "
+        f"{sum(r['calls'] for r in results)} LLM calls made. Tables: critique tables {study.out}")
+    for r in failed:
+        say(f"  failed: {r['label']}: {r['error']}")
+    return 1 if failed else 0

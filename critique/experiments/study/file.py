@@ -1,0 +1,326 @@
+"""The study file (TOML, read with ``tomllib``): parsed and checked completely before any
+call. An unknown field, a model litellm cannot route, an unknown dataset or strategy, a bad
+value is one error naming the file and the field. See examples/study.toml for every field."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from critique.base.config import EFFORTS, bound_problem
+from critique.base.errors import UserError
+from critique.experiments import ablations, probes
+
+SETTINGS = {  # top-level field -> (type, what it is)
+    "out": (str, "parent folder of the run directories"),
+    "datasets": (list, "dataset names or folders"),
+    "strategies": (list, "strategies of the plain run of each cell"),
+    "limit": (int, "first N train and N test items"),
+    "seed": (int, "seed"),
+    "k": (int, "retrieved examples"),
+    "parts": (str, "critique parts"),
+    "max_tokens": (int, "token limit of a reply"),
+    "temperature": (float, "temperature"),
+    "reasoning_effort": (str, "reasoning effort"),
+    "timeout": (float, "seconds per attempt at a call"),
+    "retries": (int, "retries of a call after a rate limit, a server error or a timeout"),
+    "concurrency": (int, "calls in flight per cell"),
+    "encoder": (str, "sentence-transformers model"),
+    "data_dir": (str, "where built datasets live"),
+    "cache_dir": (str, "response and embedding cache"),
+    "use_cache": (bool, "read and write the shared response cache"),
+    "jobs": (int, "cells at once"),
+    "backend": (str, "joblib backend"),
+}
+FIELD_OF = {"retries": "num_retries"}  # study file name -> RunConfig field, where they differ
+TABLES = ("models", "providers", "probes", "ablations", "router")
+MODEL_FIELDS = {"name": str, "api_base": str, "reasoning_effort": str, "max_tokens": int, "temperature": float,
+                "concurrency": int, "timeout": float, "retries": int}
+PROBE_FIELDS = {"suggestibility": {"attributions", "datasets", "models"},
+                "consistency": {"repeats", "split", "datasets", "models"}}
+ABLATION_FIELDS = {"values", "datasets", "models"}
+ROUTER_FIELDS = {"routing_strategy", "model_list"}
+DEPLOYMENT_FIELDS = {"model_name", "litellm_params", "model_info"}
+BACKENDS = ("threading", "loky", "dask", "ray")
+
+
+def _error(message: str) -> UserError:
+    return UserError(message)
+
+
+@dataclass
+class Model:
+    name: str
+    api_base: str | None = None
+    reasoning_effort: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    concurrency: int | None = None
+    timeout: float | None = None
+    retries: int | None = None
+    deployments: list[dict] | None = None  # router deployments (litellm model_list entries)
+
+    @property
+    def provider(self) -> str:
+        return self.name.split("/", 1)[0]
+
+
+@dataclass
+class Task:
+    label: str  # "run", "suggestibility-user", "k-3", ...
+    config: object  # RunConfig
+    out: Path
+    probe: dict | None = None
+    ablation: dict | None = None
+
+
+@dataclass
+class Cell:
+    index: int
+    model: Model
+    dataset: str
+    checksum: str
+    tasks: list[Task] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{Path(self.dataset).name} x {self.model.name}"
+
+
+@dataclass
+class Study:
+    path: Path
+    out: Path
+    models: list[Model]
+    datasets: list[str]
+    strategies: list[str]
+    settings: dict
+    jobs: int = 4
+    backend: str = "threading"
+    providers: dict[str, int] = field(default_factory=dict)
+    probes: dict[str, dict] = field(default_factory=dict)
+    ablations: dict[str, dict] = field(default_factory=dict)
+    routing_strategy: str | None = None
+
+
+# ---- reading and checking the file --------------------------------------------------------
+def _unknown(path: Path, where: str, key: str, known) -> Exception:
+    return _error(f"{path}: unknown field {where}{key!r} (known: {', '.join(sorted(known))})")
+
+
+def _check_table(path: Path, where: str, entry, fields) -> None:
+    """``entry`` is a TOML table whose keys are all in ``fields``."""
+    if not isinstance(entry, dict):
+        raise _error(f"{path}: {where} must be a table")
+    for key in entry:
+        if key not in fields:
+            raise _unknown(path, f"{where}: ", key, fields)
+
+
+def _typed(path: Path, where: str, value, kind):
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if (kind is not bool and isinstance(value, bool)) or not isinstance(value, kind):
+        what = {str: "a string", int: "a whole number", float: "a number", bool: "true or false", list: "a list"}
+        raise _error(f"{path}: {where} must be {what[kind]}, not {value!r}")
+    return value
+
+
+def _string_list(path: Path, where: str, value) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise _error(f"{path}: {where} must be a list of names, not {value!r}")
+    return [v.strip() for v in value]
+
+
+def load(path: str | Path) -> Study:
+    """Parse and check the study file (no call, nothing written)."""
+    from critique.engine.strategies import DEFAULT, PARTS, parse_strategies
+
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _error(f"{path}: study file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise _error(f"{path}: not valid TOML ({exc})") from None
+    for key in data:
+        if key not in SETTINGS and key not in TABLES:
+            raise _unknown(path, "", key, list(SETTINGS) + list(TABLES))
+    for table in ("providers", "probes", "ablations", "router"):
+        if table in data and not isinstance(data[table], dict):
+            raise _error(f"{path}: {table} must be a table ([{table}])")
+    settings = {k: _typed(path, k, data[k], SETTINGS[k][0]) for k in SETTINGS if k in data}
+    here = path.resolve().parent
+    rel = lambda p: str(p if Path(p).is_absolute() else here / p)  # noqa: E731  (relative to the file)
+    for key in ("data_dir", "cache_dir"):
+        if key in settings:
+            settings[key] = rel(settings[key])
+    out = Path(rel(settings.pop("out", f"runs/{path.stem}")))
+    for key in SETTINGS:  # a study file's "retries" is RunConfig's num_retries
+        problem = bound_problem(FIELD_OF.get(key, key), settings.get(key)) if key != "jobs" else \
+            (f"must be at least 1, not {settings[key]}" if settings.get(key, 1) < 1 else None)
+        if problem:
+            raise _error(f"{path}: {key} {problem}")
+    if settings.get("parts", "full") not in PARTS:
+        raise _error(f"{path}: parts must be one of {', '.join(PARTS)}, not {settings['parts']!r}")
+    if settings.get("reasoning_effort", "low") not in EFFORTS:
+        raise _error(f"{path}: reasoning_effort must be one of {', '.join(EFFORTS)}")
+    backend = settings.pop("backend", "threading")
+    if backend not in BACKENDS:
+        raise _error(f"{path}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    jobs = settings.pop("jobs", 4)
+    datasets = _string_list(path, "datasets", data.get("datasets", []))
+    if not datasets:
+        raise _error(f"{path}: datasets: give at least one dataset")
+    settings.pop("datasets", None)
+    strategies = settings.pop("strategies", list(DEFAULT))
+    try:
+        strategies = parse_strategies(",".join(_string_list(path, "strategies", strategies))) if strategies else []
+    except ValueError as exc:
+        raise _error(f"{path}: strategies: {exc}") from None
+
+    raw_models = data.get("models")
+    if not isinstance(raw_models, list) or not raw_models:
+        raise _error(f"{path}: give at least one [[models]] table with a name")
+    models = []
+    for number, entry in enumerate(raw_models, start=1):
+        where = f"[[models]] #{number}"
+        _check_table(path, where, entry, MODEL_FIELDS)
+        if "name" not in entry:
+            raise _error(f"{path}: {where} has no name (a litellm model string)")
+        values = {k: _typed(path, f"{where}.{k}", v, MODEL_FIELDS[k]) for k, v in entry.items()}
+        if values.get("reasoning_effort", "low") not in EFFORTS:
+            raise _error(f"{path}: {where}.reasoning_effort must be one of {', '.join(EFFORTS)}")
+        for key, low in (("max_tokens", 1), ("concurrency", 1), ("retries", 0), ("timeout", 0.001)):
+            if key in values and values[key] < low:
+                raise _error(f"{path}: {where}.{key} must be at least {low}, not {values[key]}")
+        models.append(Model(**values))
+    names = [m.name for m in models]
+    if len(set(names)) != len(names):
+        raise _error(f"{path}: a model is listed twice in [[models]]")
+
+    providers = {}
+    for key, value in (data.get("providers") or {}).items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _error(f"{path}: providers.{key} must be a whole number >= 1 (calls in flight), not {value!r}")
+        providers[key] = value
+
+    router = data.get("router") or {}
+    for key in router:
+        if key not in ROUTER_FIELDS:
+            raise _unknown(path, "router.", key, ROUTER_FIELDS)
+    by_name = {m.name: m for m in models}
+    for number, entry in enumerate(router.get("model_list") or [], start=1):
+        where = f"[[router.model_list]] #{number}"
+        _check_table(path, where, entry, DEPLOYMENT_FIELDS)
+        params = entry.get("litellm_params")
+        if not isinstance(params, dict) or not isinstance(params.get("model"), str) \
+                or not isinstance(params.get("api_base"), str):
+            raise _error(f"{path}: {where}.litellm_params needs model and api_base (one endpoint of the model)")
+        if entry.get("model_name") not in by_name:
+            raise _error(f"{path}: {where}.model_name {entry.get('model_name')!r} is not the name of a [[models]] "
+                         f"entry ({', '.join(names)})")
+        model = by_name[entry["model_name"]]
+        model.deployments = (model.deployments or []) + [entry]
+    for model in models:
+        if model.deployments and model.api_base:
+            raise _error(f"{path}: model {model.name!r} has both api_base and router deployments; keep one")
+
+    probes_ = {}
+    for name, spec in (data.get("probes") or {}).items():
+        if name not in PROBE_FIELDS:
+            raise _unknown(path, "probes.", name, PROBE_FIELDS)
+        if not isinstance(spec, dict):
+            raise _error(f"{path}: probes.{name} must be a table")
+        for key in spec:
+            if key not in PROBE_FIELDS[name]:
+                raise _unknown(path, f"probes.{name}.", key, PROBE_FIELDS[name])
+        checked = _filters(path, f"probes.{name}", spec, datasets, names)
+        try:
+            if name == "suggestibility":
+                checked["attributions"] = list(dict.fromkeys(
+                    probes.parse_attribution(a) for a in _string_list(path, "probes.suggestibility.attributions",
+                                                                      spec.get("attributions", ["none"]))))
+            else:
+                repeats = spec.get("repeats", 5)
+                if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 2:
+                    raise ValueError(f"repeats must be a whole number >= 2, not {repeats!r}")
+                split = spec.get("split", "test")
+                if split not in probes.SPLITS:
+                    raise ValueError(f"split must be test or train, not {split!r}")
+                checked.update(repeats=repeats, split=split)
+        except ValueError as exc:
+            raise _error(f"{path}: probes.{name}: {exc}") from None
+        probes_[name] = checked
+
+    ablations_ = {}
+    for name, spec in (data.get("ablations") or {}).items():
+        if name not in ablations.NAMES:
+            raise _unknown(path, "ablations.", name, ablations.NAMES)
+        if not isinstance(spec, dict):
+            raise _error(f"{path}: ablations.{name} must be a table")
+        for key in spec:
+            if key not in ABLATION_FIELDS:
+                raise _unknown(path, f"ablations.{name}.", key, ABLATION_FIELDS)
+        checked = _filters(path, f"ablations.{name}", spec, datasets, names)
+        try:
+            checked["values"] = ablations.parse_values(name, spec.get("values", ablations.DEFAULT_VALUES[name]))
+        except ValueError as exc:
+            raise _error(f"{path}: ablations.{name}.values: {exc}") from None
+        ablations_[name] = checked
+
+    return Study(path=path, out=out, models=models, datasets=datasets, strategies=strategies, settings=settings,
+                 jobs=jobs, backend=backend, providers=providers, probes=probes_, ablations=ablations_,
+                 routing_strategy=router.get("routing_strategy"))
+
+
+def _filters(path: Path, where: str, spec: dict, datasets: list[str], models: list[str]) -> dict:
+    """The optional datasets/models a probe or ablation is limited to (each must be in the study)."""
+    out = {}
+    for key, known in (("datasets", datasets), ("models", models)):
+        if key in spec:
+            chosen = _string_list(path, f"{where}.{key}", spec[key])
+            strange = [c for c in chosen if c not in known]
+            if strange:
+                raise _error(f"{path}: {where}.{key}: {', '.join(strange)} not among the study's {key}")
+            out[key] = chosen
+    return out
+
+
+def check(study: Study) -> dict[str, str]:
+    """Every model routable (with its key), every dataset found; returns dataset -> checksum."""
+    import litellm
+
+    from critique.datasets.registry import resolve
+    from critique.datasets.splits import DatasetError
+    from critique.llm.client import LLMConfig, check_model
+
+    for model in study.models:
+        try:
+            for deployment in model.deployments or []:
+                params = deployment["litellm_params"]
+                try:
+                    litellm.get_llm_provider(params["model"], api_base=params["api_base"])
+                except Exception:
+                    raise ValueError(f"litellm cannot route deployment model {params['model']!r}") from None
+            check_model(LLMConfig(model=model.name, api_base=_api_base(model)))
+        except ValueError as exc:
+            raise _error(f"{study.path}: [[models]] {model.name!r}: {exc}") from None
+    checksums = {}
+    for name in study.datasets:
+        try:
+            checksums[name] = resolve(name, study.settings.get("data_dir")).checksum
+        except DatasetError as exc:
+            raise _error(f"{study.path}: datasets: {exc}") from None
+    return checksums
+
+
+def _api_base(model: Model) -> str | None:
+    if model.deployments:
+        return model.deployments[0]["litellm_params"]["api_base"]
+    return model.api_base
+
+

@@ -1,0 +1,97 @@
+"""The cells of a study: one (model, dataset) pair each, with its run directories in order
+(the plain run of the listed strategies, then the probes, then the ablations), so that
+later ones reuse the answered requests of earlier ones (the train stage is paid once per
+cell)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from critique.base import rundir as logs
+from critique.base.config import RunConfig
+from critique.experiments import ablations, probes
+from critique.experiments.study.file import Cell, Model, Study, Task, _api_base
+from critique.runner import run_name
+
+# ---- the cells ------------------------------------------------------------------------------
+def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
+    """The plain run of a cell: the model's own settings, else the file's, else RunConfig's defaults."""
+    s = study.settings
+    pick = lambda key, field: getattr(model, key) if getattr(model, key) is not None \
+        else s.get(key, getattr(RunConfig, field))  # noqa: E731
+    return RunConfig(dataset=dataset, model=model.name, strategies=list(study.strategies),
+                     k=s.get("k", RunConfig.k), parts=s.get("parts", RunConfig.parts), limit=s.get("limit"),
+                     seed=s.get("seed", RunConfig.seed), max_tokens=pick("max_tokens", "max_tokens"),
+                     temperature=pick("temperature", "temperature"),
+                     reasoning_effort=pick("reasoning_effort", "reasoning_effort"), api_base=_api_base(model),
+                     concurrency=pick("concurrency", "concurrency"), encoder=s.get("encoder", RunConfig.encoder),
+                     use_cache=s.get("use_cache", RunConfig.use_cache), data_dir=s.get("data_dir"),
+                     cache_dir=s.get("cache_dir"), timeout=pick("timeout", "timeout"),
+                     num_retries=pick("retries", "num_retries"))
+
+
+def _selected(spec: dict, model: Model, dataset: str) -> bool:
+    return dataset in spec.get("datasets", [dataset]) and model.name in spec.get("models", [model.name])
+
+
+def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
+    cells = []
+    for model in study.models:
+        for dataset in study.datasets:
+            base = base_config(study, model, dataset)
+            cell = Cell(len(cells) + 1, model, dataset, checksums[dataset])
+            if study.strategies:
+                cell.tasks.append(Task("run", base, study.out / run_name(base)))
+            for name, spec in study.probes.items():
+                if not _selected(spec, model, dataset):
+                    continue
+                found = [probes.suggestibility_probe(a) for a in spec["attributions"]] if name == "suggestibility" \
+                    else [probes.consistency_probe(spec["repeats"], spec["split"])]
+                for probe in found:
+                    config = probes.probe_config(base, probe)
+                    suffix = probes.probe_suffix(probe)
+                    cell.tasks.append(Task(suffix, config, study.out / run_name(config, suffix),
+                                           probe=probe))
+            for name, spec in study.ablations.items():
+                if not _selected(spec, model, dataset):
+                    continue
+                for value in spec["values"]:
+                    config = ablations.config_for(base, name, value)
+                    cell.tasks.append(Task(f"{name}-{ablations.value_label(value)}", config,
+                                           ablations.run_dir(study.out, config, name, value),
+                                           ablation={"name": name, "value": value}))
+            if cell.tasks:
+                cells.append(cell)
+    for number, cell in enumerate(cells, start=1):
+        cell.index = number
+    return cells
+
+
+def task_state(task: Task) -> str:
+    """'complete', 'partial' (a run directory exists) or 'new'."""
+    path = task.out / logs.MANIFEST
+    if not path.exists():
+        return "new"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "partial"
+    done = manifest.get("status") == "complete" and manifest.get("probe") == task.probe \
+        and manifest.get("ablation") == task.ablation \
+        and set(task.config.strategies) <= set(manifest.get("config", {}).get("strategies", []))
+    return "complete" if done else "partial"
+
+
+def split_concurrency(study: Study, cells: list[Cell], jobs: int) -> None:
+    """Process backends: each cell gets its share of its provider's limit."""
+    for provider, limit in study.providers.items():
+        mine = [c for c in cells if c.model.provider == provider]
+        if not mine:
+            continue
+        share = max(1, limit // max(1, min(jobs, len(mine))))
+        for cell in mine:
+            for task in cell.tasks:
+                task.config = replace(task.config, concurrency=min(task.config.concurrency, share))
+
+

@@ -1,0 +1,90 @@
+"""The runner: opens one run directory (everything checked before any call or write),
+executes its work, and closes it, and the LLM client with it. The command line, the
+ablations, the probes, the study and the learner all run through here."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+
+def safe(text: str) -> str:
+    """A name usable in a folder name."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(text))
+
+
+def run_name(config, suffix: str | None = None) -> str:
+    """<dataset>__<model>[__<suffix>]"""
+    base = f"{safe(Path(config.dataset).name)}__{safe(config.model)}"
+    return f"{base}__{safe(suffix)}" if suffix else base
+
+
+def default_out(config) -> Path:
+    return Path("runs") / run_name(config)
+
+
+def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, deployments: list[dict] | None = None,
+            routing_strategy: str | None = None, limits=None):
+    """Validate everything that can be checked before any call or write; return an opened Run.
+    ``deployments`` (litellm Router entries), ``routing_strategy`` and ``limits`` (a
+    critique.llm.limits.ProviderLimits) are options of the run's LLM client."""
+    from critique.base.errors import RunError, UserError
+    from critique.datasets.registry import resolve
+    from critique.engine.memory.embed import Encoder
+    from critique.engine.pipeline import Run
+    from critique.base.paths import cache_dir
+    from critique.llm.client import LLM, check_model, llm_config
+
+    dataset = resolve(config.dataset, config.data_dir).limited(config.limit)
+    options = replace(llm_config(config), deployments=deployments, routing_strategy=routing_strategy)
+    try:
+        check_model(options)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    run = Run(out, config, dataset, LLM(options, limits=limits), Encoder(config.encoder, cache_dir(config.cache_dir)),
+              probe=probe, ablation=ablation, progress=progress)
+    try:
+        run.open()
+    except RunError as exc:
+        raise UserError(str(exc)) from None
+    return run
+
+
+@dataclass
+class Outcome:
+    out: Path
+    calls_made: int
+    seconds: float
+
+
+
+async def execute(run) -> None:
+    """All of a run: the train stage, then the test stage."""
+    await run.execute()
+
+
+def execute_run(config, out: Path, *, probe=None, ablation=None, reuse: dict | None = None, work=execute,
+                setup=None, progress: bool = True, runner=asyncio.run, complete: bool | None = None,
+                **llm_options) -> tuple[Outcome, dict]:
+    """Open (validate), execute and close one run directory; returns the outcome and the
+    calls it now holds (for the next run of a sweep to reuse).
+
+    ``setup(run)`` runs once the run is open; ``work(run)`` is the coroutine, run to its end
+    by ``runner`` (a study's threads share one event loop); ``complete``: the status the run
+    is closed with (None: complete when the work ended without an error)."""
+    started = time.monotonic()
+    run = prepare(config, out, probe=probe, ablation=ablation, progress=progress, **llm_options)
+    ended = False
+    try:
+        if reuse:
+            run.reuse = reuse
+        if setup is not None:
+            setup(run)
+        runner(work(run))
+        ended = True
+    finally:
+        run.close(ended if complete is None else complete)
+        run.llm.close()
+    return Outcome(Path(out), run.llm.calls_made, round(time.monotonic() - started, 2)), dict(run.logged)

@@ -11,6 +11,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from critique.base.rundir import write_text_atomic
+
 TABLES_HELP = "print every table and headline claim of the study that the given runs allow"
 REPORT_HELP = "write the tables and plots into one self-contained HTML file"
 EPILOG = """inputs:
@@ -133,28 +135,35 @@ def report_problems(analysis: Analysis) -> int:
 
 def write(text: str, output: str | None) -> None:
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        write_text_atomic(Path(output), text)
     else:
         sys.stdout.write(text)
 
 
 def run_tables(args) -> int:
-    from critique.analysis import render
+    from critique.analysis import render, stats
 
-    analysis = analyse(args)
-    if args.format == "json":
-        text = render.to_json(analysis.result, analysis.inputs, analysis.problems, analysis.errors,
-                              analysis.published, analysis.extra)
-    else:
-        text = render.markdown(analysis.result, analysis.heading, analysis.extra)
+    try:
+        analysis = analyse(args)
+        if args.format == "json":
+            text = render.to_json(analysis.result, analysis.inputs, analysis.problems, analysis.errors,
+                                  analysis.published, analysis.extra)
+        else:
+            text = render.markdown(analysis.result, analysis.heading, analysis.extra)
+    finally:
+        stats.stop_helper()  # no helper process outlives the command (a library caller's process goes on)
     write(text, args.output)
     return report_problems(analysis)
 
 
 def run_report(args) -> int:
-    from critique.analysis import report
+    from critique.analysis import report, stats
 
-    analysis = analyse(args)
-    Path(args.output).write_text(report.html_report(analysis), encoding="utf-8")
+    try:
+        analysis = analyse(args)
+        page = report.html_report(analysis)
+    finally:
+        stats.stop_helper()
+    write_text_atomic(Path(args.output), page)
     print(f"critique: wrote {args.output}", file=sys.stderr)
     return report_problems(analysis)

@@ -14,7 +14,7 @@ prompt and response between them are never scanned twice. Whenever a line is not
 expected -- a wanted key missing, a value that is not a scalar, a blank line -- the whole
 file takes the plain path, `json.loads` line by line. A last line without its newline (cut
 by a killed writer) always takes the plain path: it is kept if it parses, else skipped and
-reported, as `critique.logs.read_jsonl` does.
+reported, as `critique.base.rundir.read_jsonl` does.
 
 Records come back as rows: one tuple of the wanted fields per record.
 """

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.analysis import tally
 from critique.base import vocab
 from critique.analysis.jsonl import scan
@@ -35,7 +35,7 @@ def runs_below(folder: Path) -> list[Path]:
     found = []
     for here, subfolders, _ in os.walk(folder):
         subfolders.sort()
-        if logs.is_run_dir(here):
+        if rundir.is_run_dir(here):
             found.append(Path(here))
             subfolders.clear()
     return found
@@ -50,7 +50,7 @@ def find_runs(paths: list[str], errors: list[str]) -> list[Path]:
         if below:
             found.extend(below)
         elif path.exists():
-            errors.append(f"{path}: not a run directory (no {logs.MANIFEST}, and no run directory below it); "
+            errors.append(f"{path}: not a run directory (no {rundir.MANIFEST}, and no run directory below it); "
                           "left out")
         else:
             errors.append(f"{path}: no such file or directory; left out")
@@ -87,12 +87,12 @@ def read_manifests(paths: list[Path], errors: list[str]) -> list[dict]:
     metas = []
     for path in paths:
         try:
-            manifest = json.loads((path / logs.MANIFEST).read_text(encoding="utf-8"))
+            manifest = json.loads((path / rundir.MANIFEST).read_text(encoding="utf-8"))
             metas.append(run_meta(path, manifest))
         except (OSError, ValueError) as exc:
-            errors.append(f"{path}: unreadable {logs.MANIFEST} ({exc}); left out")
+            errors.append(f"{path}: unreadable {rundir.MANIFEST} ({exc}); left out")
         except (KeyError, TypeError, AttributeError) as exc:
-            errors.append(f"{path}: {logs.MANIFEST} lacks config.model or dataset.name ({exc!r}); left out")
+            errors.append(f"{path}: {rundir.MANIFEST} lacks config.model or dataset.name ({exc!r}); left out")
     return metas
 
 
@@ -132,9 +132,9 @@ def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: li
         if meta["status"] != "complete":
             problems.append(f"{meta['path']}: run status is {meta['status']!r}, not 'complete'; its records so "
                             "far are included")
-        if meta["log_version"] != logs.LOG_VERSION:
+        if meta["log_version"] != rundir.LOG_VERSION:
             problems.append(f"{meta['path']}: log_version {meta['log_version']!r}, this reader knows "
-                            f"{logs.LOG_VERSION}; read with plain JSON parsing")
+                            f"{rundir.LOG_VERSION}; read with plain JSON parsing")
     return kept
 
 
@@ -153,8 +153,8 @@ def read_records(path: str, plain: bool, shared: bool, with_users: bool,
     """
     problems: list[str] = []
     try:
-        predictions = scan(Path(path) / logs.PREDICTIONS, PREDICTION_FIELDS, problems, exact)
-        calls = scan(Path(path) / logs.CALLS, CALL_FIELDS, problems, exact, CALL_STAGES) if plain else []
+        predictions = scan(Path(path) / rundir.PREDICTIONS, PREDICTION_FIELDS, problems, exact)
+        calls = scan(Path(path) / rundir.CALLS, CALL_FIELDS, problems, exact, CALL_STAGES) if plain else []
     except OSError as exc:
         return {}, {}, problems, [f"{path}: cannot read its logs ({exc}); left out"]
     predictions, calls = tally.latest_per_item(predictions, with_users), tally.answered_calls(calls)
@@ -182,12 +182,12 @@ def shared(metas: list[dict]) -> list[bool]:
 
 def jobs(metas: list[dict]) -> list[tuple[str, bool, bool, bool, bool]]:
     """The arguments of read_records for each run."""
-    return [(m["path"], plain(m), repeated, m["kind"] == vocab.PREFERENCE, m["log_version"] != logs.LOG_VERSION)
+    return [(m["path"], plain(m), repeated, m["kind"] == vocab.PREFERENCE, m["log_version"] != rundir.LOG_VERSION)
             for m, repeated in zip(metas, shared(metas))]
 
 
 def _log_bytes(metas: list[dict]) -> int:
-    files = [Path(m["path"]) / name for m in metas for name in (logs.CALLS, logs.PREDICTIONS)]
+    files = [Path(m["path"]) / name for m in metas for name in (rundir.CALLS, rundir.PREDICTIONS)]
     return sum(f.stat().st_size for f in files if f.exists())
 
 

@@ -1,4 +1,4 @@
-"""Synthetic run directories in the documented log format (README, "The run directory").
+"""Synthetic run directories in the run-directory contract (critique.base.records, docs/run-directory.md).
 
 For tests (small runs with numbers chosen by hand) and for the benchmark (a whole study
 at the paper's scale, seeded). Nothing here is a result: the numbers are made up.
@@ -9,46 +9,60 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from dataclasses import asdict
 from pathlib import Path
 
-from critique.base import rundir as logs
+from critique.base import records
+from critique.base import rundir
 from critique.base import vocab
+from critique.base.config import RunConfig
 
 TEMPLATES = {name: hashlib.sha256(name.encode()).hexdigest()
-             for name in ("pa_zero_shot", "pa_ep_label", "pa_ep_crit", "pa_sem_crit", "pa_ep_sem_crit",
-                          "critic", "summary")}
+             for name in ("performance_zero_shot.j2", "performance_ep_label.j2", "performance_ep_crit.j2",
+                          "performance_sem_crit.j2", "performance_ep_sem_crit.j2", "performance_probe.j2",
+                          "critic.j2", "summary.j2")}
+PROBE_CRITIQUE = "probe_critique"  # the stage of a suggestibility probe's critic calls
+# The template each stage or strategy prompts with (as the runner names them).
+TEMPLATE_OF = {vocab.ZERO_SHOT: "performance_zero_shot.j2", vocab.EP_LABEL: "performance_ep_label.j2",
+               vocab.EP_CRIT: "performance_ep_crit.j2", vocab.SEM_CRIT: "performance_sem_crit.j2",
+               vocab.EP_SEM_CRIT: "performance_ep_sem_crit.j2", vocab.TRAIN: "performance_zero_shot.j2",
+               vocab.CRITIQUE: "critic.j2", PROBE_CRITIQUE: "critic.j2", vocab.SUMMARY: "summary.j2",
+               vocab.PROBE: "performance_probe.j2"}
 
 
 def manifest(model: str, dataset: str, kind: str = "single", probe: dict | None = None,
              ablation: dict | None = None, templates: dict | None = None, status: str = "complete",
              reasoning_model: bool | None = None, run_id: str = "run", started: str = "2025-01-01T00:00:00Z",
-             log_version: int = logs.LOG_VERSION) -> dict:
-    config = {"dataset": dataset, "model": model, "strategies": list(vocab.STRATEGIES), "k": 5, "parts": "both",
-              "limit": None, "seed": 0, "max_tokens": 8192, "temperature": 0.0, "reasoning_effort": "medium",
-              "api_base": None, "concurrency": 8, "encoder": "all-MiniLM-L6-v2"}
+             log_version: int = rundir.LOG_VERSION) -> dict:
+    """A manifest as the runner writes it. ``reasoning_model`` declares a reasoning model in
+    config.reasoning_model, an optional field the runner never writes (records.CONFIG)."""
+    config = asdict(RunConfig(dataset=dataset, model=model, reasoning_effort="medium", concurrency=8))
     if reasoning_model is not None:
         config["reasoning_model"] = reasoning_model
-    return {"log_version": log_version, "run_id": run_id, "status": status, "started": started,
-            "finished": started if status == "complete" else None, "config": config,
-            "dataset": {"name": dataset, "path": f"datasets/{dataset}", "checksum": "0" * 64, "kind": kind,
-                        "answer_space": ["A", "B"], "users": [], "n_train": 0, "n_test": 0},
-            "templates": dict(TEMPLATES if templates is None else templates),
-            "versions": {"python": "3.11"}, "probe": probe, "ablation": ablation}
+    records.check("config", config)
+    return records.make(
+        "manifest", log_version=log_version, run_id=run_id, status=status, started=started,
+        finished=started if status == "complete" else None, resumed=None, config=config,
+        dataset=records.make("dataset", name=dataset, path=f"datasets/{dataset}", checksum="0" * 64, kind=kind,
+                             answer_space=["A", "B"], users=[], n_train=0, n_test=0),
+        templates=dict(TEMPLATES if templates is None else templates),
+        versions={"python": "3.11"}, probe=probe, ablation=ablation, local_model=None)
 
 
-def call(stage: str, strategy: str | None = None, item_id: str = "i0", user: str | None = None,
-         completion_tokens: int | None = 10, reasoning_tokens: int | None = 0, model: str = "m",
+def call(stage: str, strategy: str | None = None, item_id: str | None = "i0", user: str | None = None,
+         completion_tokens: int = 10, reasoning_tokens: int = 0, model: str = "m",
          prompt: str = "question", response: str = '{"answer": "A"}', **extra) -> dict:
-    record = {"stage": stage, "strategy": strategy, "item_id": item_id, "user": user, "model": model,
-              "prompt_tokens": len(prompt) // 4, "completion_tokens": completion_tokens,
+    template = TEMPLATE_OF.get(strategy, TEMPLATE_OF.get(stage, "performance_zero_shot.j2"))
+    record = {"run_id": "run", "stage": stage, "strategy": strategy, "item_id": item_id, "user": user,
+              "model": model, "prompt_tokens": len(prompt) // 4, "completion_tokens": completion_tokens,
               "reasoning_tokens": reasoning_tokens, "finish_reason": "stop", "latency_s": 0.5, "cached": False,
               "retries": 0, "error": None, "request_hash": hashlib.sha256(f"{stage}{strategy}{item_id}{user}".encode()
                                                                           ).hexdigest(),
-              "template": "pa", "template_hash": "0" * 64,
+              "template": template, "template_hash": TEMPLATES[template],
               "messages": [{"role": "system", "content": "You answer."}, {"role": "user", "content": prompt}],
-              "response": response, "time": "2025-01-01T00:00:00Z"}
+              "response": response, "time": "2025-01-01T00:00:00Z", "probe": None, "ablation": None}
     record.update(extra)
-    return record
+    return records.check("call", record)
 
 
 TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "reasoning_tokens")  # a prediction repeats its call's
@@ -56,11 +70,20 @@ TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "reasoning_tokens")  # a p
 
 def prediction(stage: str, strategy: str | None, item_id: str, correct: bool, user: str | None = None,
                timeout: bool = False, parse_failed: bool = False, **extra) -> dict:
-    record = {"stage": stage, "strategy": strategy, "item_id": item_id, "user": user, "answer": "A",
-              "gold": "A" if correct else "B", "correct": correct, "parse_failed": parse_failed,
-              "timeout": timeout, "error": None, "retrieved": [], "request_hash": "0" * 64}
+    record = {"run_id": "run", "stage": stage, "strategy": strategy, "item_id": item_id, "user": user,
+              "answer": "A", "gold": "A" if correct else "B", "correct": correct, "parse_failed": parse_failed,
+              "timeout": timeout, "error": None, "retrieved": [], "request_hash": "0" * 64,
+              "prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0, "probe": None, "ablation": None}
     record.update(extra)
-    return record
+    return records.check("prediction", record)
+
+
+def in_run(head: dict, records_: list[dict]) -> list[dict]:
+    """``records_`` stamped with the run id, probe and ablation of the manifest ``head`` (as the runner
+    writes them)."""
+    for record in records_:
+        record.update(run_id=head["run_id"], probe=head["probe"], ablation=head["ablation"])
+    return records_
 
 
 def write_jsonl(path: Path, records) -> None:
@@ -72,9 +95,9 @@ def write_jsonl(path: Path, records) -> None:
 def write_run(path: str | Path, manifest_: dict, calls=(), predictions=()) -> Path:
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    (path / logs.MANIFEST).write_text(json.dumps(manifest_, indent=2, sort_keys=True), encoding="utf-8")
-    write_jsonl(path / logs.CALLS, calls)
-    write_jsonl(path / logs.PREDICTIONS, predictions)
+    (path / rundir.MANIFEST).write_text(json.dumps(manifest_, indent=2, sort_keys=True), encoding="utf-8")
+    write_jsonl(path / rundir.CALLS, calls)
+    write_jsonl(path / rundir.PREDICTIONS, predictions)
     return path
 
 
@@ -144,7 +167,7 @@ def _probe(rng, text, model, reasoning, pools, base, susceptibility):
     for user, n in pools:
         for i in range(n):
             for side, p_correct in ((vocab.TRUTH, min(base + 0.2, 0.99)), (vocab.LYING, base - susceptibility)):
-                calls.append(call(vocab.CRITIQUE, side, f"test{i}", user, rng.randint(150, 400), 0, model,
+                calls.append(call(PROBE_CRITIQUE, side, f"test{i}", user, rng.randint(150, 400), 0, model,
                                   text(PROMPT_CHARS["critique"]), text(700)))
                 c, p = _pa(rng, text, vocab.PROBE, side, f"test{i}", user, model, reasoning, p_correct)
                 calls.append(c)
@@ -165,7 +188,7 @@ def _ablation(rng, text, model, reasoning, pools, base, name, value):
     return calls, preds
 
 
-ABLATION_VALUES = {"k": (1, 3, 5, 10), "train_size": (0.25, 0.5, 0.75, 1.0), "parts": ("local", "global", "both")}
+ABLATION_VALUES = {"k": (1, 3, 5, 10), "train_size": (0.25, 0.5, 0.75, 1.0), "parts": ("local", "global", "full")}
 
 
 def generate_study(root: str | Path, seed: int = 0, models: int = 6, users: int = 10, n_single: int = 250,
@@ -182,16 +205,18 @@ def generate_study(root: str | Path, seed: int = 0, models: int = 6, users: int 
             pools = _pools(kind, n_single, users, per_user)
             base = rng.uniform(0.5, 0.75)
             head = manifest(model, dataset, kind)
-            runs.append(write_run(root / f"{model}__{dataset}", head, *_plain(rng, text, model, reasoning, kind,
-                                                                              pools, base)))
+            runs.append(write_run(root / f"{model}__{dataset}", head,
+                                  *(in_run(head, r) for r in _plain(rng, text, model, reasoning, kind, pools, base))))
             probe = manifest(model, dataset, kind, probe={"name": vocab.SUGGESTIBILITY, "attribution": None})
             runs.append(write_run(root / f"{model}__{dataset}__suggestibility", probe,
-                                  *_probe(rng, text, model, reasoning, pools, base, rng.uniform(0.0, 0.4))))
+                                  *(in_run(probe, r) for r in _probe(rng, text, model, reasoning, pools, base,
+                                                                     rng.uniform(0.0, 0.4)))))
             if m >= ablation_models or kind != "single":
                 continue
             for name, values in ABLATION_VALUES.items():
                 for value in values:
                     head = manifest(model, dataset, kind, ablation={"name": name, "value": value})
                     runs.append(write_run(root / f"{model}__{dataset}__{name}-{value}", head,
-                                          *_ablation(rng, text, model, reasoning, pools, base, name, value)))
+                                          *(in_run(head, r) for r in _ablation(rng, text, model, reasoning,
+                                                                               pools, base, name, value))))
     return runs

@@ -41,10 +41,10 @@ def count(runs: list[Path], name: str) -> tuple[int, int]:
 
 
 def command(runs: list[Path]) -> list[str]:
-    """`critique tables` through the real CLI when it builds, else the same code via `python -m analysis`."""
+    """`critique tables` through the real CLI when it builds, else the same code via `python -m critique.analysis`."""
     probe = subprocess.run([sys.executable, "-c", "import critique.cli as c; c.build_parser()"], cwd=ROOT,
                            capture_output=True)
-    module = "critique.cli" if probe.returncode == 0 else "analysis"
+    module = "critique.cli" if probe.returncode == 0 else "critique.analysis"
     return [sys.executable, "-m", module, "tables", *map(str, runs)]
 
 

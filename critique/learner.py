@@ -24,13 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.engine import parsing
 from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, dataset_files, files_checksum, write_files
 from critique.engine.memory import semantic as semantic_store
 from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
-from critique.base.config import RunConfig
-from critique.engine.pipeline import pkey
+from critique.base.config import BOUNDS, RunConfig, bound_problem
 from critique.engine.strategies import STRATEGIES
 
 STAGE = "predict"
@@ -74,8 +73,10 @@ class Learner:
         self.task = task
         self.answer_space = list(answer_space) if answer_space is not None else None
         self.config = RunConfig(dataset=str(self.out / DATA), model=model, strategies=[], **options)
-        if self.config.k < 1:
-            raise ValueError(f"k must be at least 1, not {self.config.k}")
+        for name in BOUNDS:
+            problem = bound_problem(name, getattr(self.config, name))
+            if problem:
+                raise ValueError(f"{name} {problem}")
         self.progress = progress
         self.probe: dict | None = None
         self.ablation: dict | None = None
@@ -94,9 +95,9 @@ class Learner:
         from critique.datasets.registry import resolve
 
         run_dir = Path(run_dir)
-        if not logs.is_run_dir(run_dir):
-            raise FileNotFoundError(f"{run_dir}: not a run directory (no {logs.MANIFEST})")
-        manifest = json.loads((run_dir / logs.MANIFEST).read_text(encoding="utf-8"))
+        if not rundir.is_run_dir(run_dir):
+            raise FileNotFoundError(f"{run_dir}: not a run directory (no {rundir.MANIFEST})")
+        manifest = json.loads((run_dir / rundir.MANIFEST).read_text(encoding="utf-8"))
         known = {f.name for f in fields(RunConfig)}
         config = replace(RunConfig(**{k: v for k, v in manifest["config"].items() if k in known}), **options)
         local = run_dir / DATA  # a learner's run directory, possibly moved since it was fitted
@@ -113,15 +114,15 @@ class Learner:
     def memory(self) -> EpisodicMemory | None:
         """The episodic memory: ``.entries`` are dicts with id, item_id, question, initial_answer,
         gold, critique, model, run_id, request_hash. None before anything is fitted."""
-        if self._memory is None and (self.out / logs.MEMORY / ENTRIES).exists():
-            self._memory = EpisodicMemory.load(self.out / logs.MEMORY, self._encoder)
+        if self._memory is None and (self.out / rundir.MEMORY / ENTRIES).exists():
+            self._memory = EpisodicMemory.load(self.out / rundir.MEMORY, self._encoder)
         return self._memory
 
     @property
     def semantic(self) -> dict[str, dict]:
         """Per pool (``all``, or one user): the advice, the ids of the entries it came from, model..."""
         if self._semantic is None:
-            self._semantic = semantic_store.load(self.out / logs.MEMORY)
+            self._semantic = semantic_store.load(self.out / rundir.MEMORY)
         return self._semantic
 
     @property
@@ -135,7 +136,7 @@ class Learner:
         from critique.engine.memory.embed import Encoder
 
         if getattr(self._encoder_kept, "name", None) != self.config.encoder:
-            self._encoder_kept = Encoder(self.config.encoder, cache_dir(self.config.cache_dir))
+            self._encoder_kept = Encoder(self.config.encoder, cache_dir(self.config.cache_dir) if self.config.use_cache else None)
         return self._encoder_kept
 
     # ---- fit ------------------------------------------------------------------------
@@ -166,6 +167,11 @@ class Learner:
             items, kind, source = dataset.train, dataset.card.kind, f"train split of {dataset.name} ({dataset.path})"
         else:
             items = [_item(i, x) for i, x in enumerate(data)]
+            given = sorted({i.user for i in items if i.user is not None})
+            if given:  # items with users: preference data, one memory per user
+                if any(i.user is None for i in items):
+                    raise ValueError("either every item names its user or none does")
+                kind, users = "preference", given
         if not items:
             raise ValueError("fit needs at least one labeled item")
         if not self.task or not self.answer_space:
@@ -207,6 +213,15 @@ class Learner:
             return []
         if self._manifest() is None or self.memory is None:
             raise RuntimeError(f"nothing is fitted in {self.out}: call fit() first, or Learner.load(run_dir)")
+        fitted = self._manifest()["dataset"]
+        if fitted.get("kind") == "preference":  # one memory per user: a question needs its user's
+            users = list(fitted.get("users") or [])
+            for item in items:
+                if item.user not in users:
+                    shown = ", ".join(users[:5]) + (", ..." if len(users) > 5 else "")
+                    raise ValueError(f"{self.out} holds preference data, one memory per user: give user= "
+                                     f"(one of {shown}) for question {item.question[:60]!r}"
+                                     + ("" if item.user is None else f"; {item.user!r} is not among them"))
         unique = list({(i.user, i.id): i for i in items}.values())
         done: dict[tuple, dict] = {}
         opened = []
@@ -234,7 +249,7 @@ class Learner:
 
     # ---- run directory --------------------------------------------------------------
     def _manifest(self) -> dict | None:
-        path = self.out / logs.MANIFEST
+        path = self.out / rundir.MANIFEST
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
     def _execute(self, work, setup, complete: bool | None = None) -> None:
@@ -246,7 +261,7 @@ class Learner:
             setup(run)
 
         execute_run(self.config, self.out, probe=self.probe, ablation=self.ablation, work=work, setup=ready,
-                    progress=self.progress, runner=_run_sync, complete=complete)
+                    progress=self.progress, runner=_run_sync, complete=complete, needs_test=False)
 
 
 async def _predict_one(run, name: str, item: Item, vector) -> dict:
@@ -257,15 +272,15 @@ async def _predict_one(run, name: str, item: Item, vector) -> dict:
                    "error": "no semantic memory for this pool (the summary call failed, or an unknown user)"}
         return run.record_prediction(STAGE, name, item, None, outcome, [])
     prompt, examples = found
-    result = await run.call(STAGE, name, item.id, item.user, prompt, run.dataset.card.response_schema, "answer")
-    old = run.predictions.get(pkey(STAGE, name, item.user, item.id))
-    if old is not None and old["request_hash"] == result.request_hash:
-        return old
-    answer = parsing.extract_answer(result.text, run.space) if result.error is None else None
-    outcome = {"answer": None if result.timeout else answer, "gold": None, "correct": None,
-               "parse_failed": result.error is None and answer is None, "timeout": result.timeout,
-               "error": result.error}
-    return run.record_prediction(STAGE, name, item, result, outcome, [e["id"] for e in examples])
+
+    def unlabeled(result, item) -> dict:  # no gold label: an unparseable reply is no answer, not a random one
+        answer = parsing.extract_answer(result.text, run.space) if result.error is None else None
+        return {"answer": None if result.timeout else answer, "gold": None, "correct": None,
+                "parse_failed": result.error is None and answer is None, "timeout": result.timeout,
+                "error": result.error}
+
+    return await run.answer(STAGE, name, item, prompt, seed=(), retrieved=[e["id"] for e in examples],
+                            judge=unlabeled, keep_same=True)
 
 
 def _prediction(record: dict, item: Item) -> Prediction:

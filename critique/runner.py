@@ -26,10 +26,11 @@ def default_out(config) -> Path:
 
 
 def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, deployments: list[dict] | None = None,
-            routing_strategy: str | None = None, limits=None):
+            routing_strategy: str | None = None, limits=None, needs_test: bool = True):
     """Validate everything that can be checked before any call or write; return an opened Run.
     ``deployments`` (litellm Router entries), ``routing_strategy`` and ``limits`` (a
-    critique.llm.limits.ProviderLimits) are options of the run's LLM client."""
+    critique.llm.limits.ProviderLimits) are options of the run's LLM client; ``needs_test``:
+    the work answers the test split (the library's fit does not)."""
     from critique.base.errors import RunError, UserError
     from critique.datasets.registry import resolve
     from critique.engine.memory.embed import Encoder
@@ -38,12 +39,17 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     from critique.llm.client import LLM, check_model, llm_config
 
     dataset = resolve(config.dataset, config.data_dir).limited(config.limit)
+    if Path(out).resolve().is_relative_to(Path(dataset.path).resolve()):
+        raise UserError(f"{out} is inside the dataset folder {dataset.path}: the run would change the data it is "
+                        f"checked against (its checksum); use an --out outside it")
+    if needs_test and not dataset.test:
+        raise UserError(f"{dataset.path}: the test split is empty (nothing to answer)")
     options = replace(llm_config(config), deployments=deployments, routing_strategy=routing_strategy)
     try:
         check_model(options)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    run = Run(out, config, dataset, LLM(options, limits=limits), Encoder(config.encoder, cache_dir(config.cache_dir)),
+    run = Run(out, config, dataset, LLM(options, limits=limits), Encoder(config.encoder, cache_dir(config.cache_dir) if config.use_cache else None),
               probe=probe, ablation=ablation, progress=progress)
     try:
         run.open()
@@ -67,7 +73,7 @@ async def execute(run) -> None:
 
 def execute_run(config, out: Path, *, probe=None, ablation=None, reuse: dict | None = None, work=execute,
                 setup=None, progress: bool = True, runner=asyncio.run, complete: bool | None = None,
-                **llm_options) -> tuple[Outcome, dict]:
+                needs_test: bool = True, **llm_options) -> tuple[Outcome, dict]:
     """Open (validate), execute and close one run directory; returns the outcome and the
     calls it now holds (for the next run of a sweep to reuse).
 
@@ -75,7 +81,8 @@ def execute_run(config, out: Path, *, probe=None, ablation=None, reuse: dict | N
     by ``runner`` (a study's threads share one event loop); ``complete``: the status the run
     is closed with (None: complete when the work ended without an error)."""
     started = time.monotonic()
-    run = prepare(config, out, probe=probe, ablation=ablation, progress=progress, **llm_options)
+    run = prepare(config, out, probe=probe, ablation=ablation, progress=progress, needs_test=needs_test,
+                  **llm_options)
     ended = False
     try:
         if reuse:

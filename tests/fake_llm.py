@@ -6,7 +6,10 @@ JSON schema of the request: an answer chosen by a hash of the prompt (or always 
 option in the prompt's "Correct answer" line when one is shown), a critique, or advice.
 Set FAKE_LLM_DELAY (seconds) to slow each call, and FAKE_LLM_HOLD_AFTER=N to answer the
 first N calls of the process and hold every later one for good (a test that kills a run at
-an event then knows how far it can have gone, whatever the machine's speed). Run as a script it is the `critique`
+an event then knows how far it can have gone, whatever the machine's speed). FAKE_LLM_ECHO=TEXT
+puts TEXT into every reply's free-text fields, and FAKE_LLM_FAIL=KIND,... makes every call of
+those kinds (answer, critique, summary) fail with a long error message that ends in
+FAKE_LLM_ECHO, as a provider that echoes the key would (secret tests). Run as a script it is the `critique`
 command with this provider registered, for tests that kill a run.
 """
 
@@ -44,12 +47,13 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
         options = props["answer"]["enum"]
         pick = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(options)
         return json.dumps({"answer": options[pick]})
+    echo = os.environ.get("FAKE_LLM_ECHO", "")
     if "correct_answer" in props:
         gold = prompt.split("Correct answer: ", 1)[1].split("\n", 1)[0].strip()
         return json.dumps({"correct_answer": f"The correct answer is {gold}.",
-                           "local_reason": f"Here {gold} follows from the conditions.",
-                           "global_reason": "Apply the high-priority condition first."})
-    return json.dumps({"advice": "- Apply conditions in order of priority.\n- Check every candidate."})
+                           "local_reason": f"Here {gold} follows from the conditions.{echo}",
+                           "global_reason": f"Apply the high-priority condition first.{echo}"})
+    return json.dumps({"advice": f"- Apply conditions in order of priority.\n- Check every candidate.{echo}"})
 
 
 class FakeLLM(CustomLLM):
@@ -60,6 +64,10 @@ class FakeLLM(CustomLLM):
             time.sleep(delay)
         fmt = (optional_params or {}).get("response_format") or {}
         schema = (fmt.get("json_schema") or {}).get("schema")
+        props = (schema or {}).get("properties", {})
+        kind = "answer" if "answer" in props else "critique" if "correct_answer" in props else "summary"
+        if kind in os.environ.get("FAKE_LLM_FAIL", "").split(","):
+            raise ValueError("the provider refused the call: " + "x" * 900 + os.environ.get("FAKE_LLM_ECHO", ""))
         text = _reply(messages, schema)
         CALLS.append({"model": model, "messages": messages})
         prompt_tokens = sum(len(m["content"].split()) for m in messages)

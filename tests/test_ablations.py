@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from critique.datasets import subsets
 from critique.experiments import ablations
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.cli import main
 from critique.datasets.splits import Item
 
@@ -21,7 +21,7 @@ def ablate(home, *args, limit=6):
 
 
 def read(path):
-    return logs.read_run(path)
+    return rundir.read_run(path)
 
 
 def offline(calls):
@@ -108,7 +108,7 @@ def test_train_size_sweep_costs_the_largest_fraction_plus_the_summaries(home, fa
     for data in (half, full):
         tests = Counter(p["strategy"] for p in data["predictions"] if p["stage"] == "test")
         assert tests == {"EP_CRIT": 8, "EP+SEM_CRIT": 8}
-    memory = {v: logs.read_jsonl(home / "runs" / f"mcr-gen__fake_model__train_size-{v}" / "memory" /
+    memory = {v: rundir.read_jsonl(home / "runs" / f"mcr-gen__fake_model__train_size-{v}" / "memory" /
                                  "episodic.jsonl") for v in ("0.5", "1")}
     small = {e["item_id"] for e in memory["0.5"]}
     assert len(small) == 4 and small <= {e["item_id"] for e in memory["1"]}
@@ -161,5 +161,5 @@ def test_reasoning_settings_pass_through_and_timeouts_are_counted_per_stage(home
     assert all(c["reasoning_tokens"] == 7 and c["completion_tokens"] == len(c["response"].split()) + 7
                for c in data["calls"])
     assert all(p["reasoning_tokens"] == 7 for p in data["predictions"])
-    entries = logs.read_jsonl(home / "runs" / "mcr-gen__fake_model__k-2" / "memory" / "episodic.jsonl")
+    entries = rundir.read_jsonl(home / "runs" / "mcr-gen__fake_model__k-2" / "memory" / "episodic.jsonl")
     assert len(entries) == 4 and all(e["timeout"] for e in entries)  # the train stage's timeouts are kept

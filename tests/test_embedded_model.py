@@ -2,7 +2,7 @@
 
 import pytest
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.cli import main
 
 pytest.importorskip("llama_cpp")
@@ -13,7 +13,7 @@ def test_embedded_model_runs_the_whole_pipeline(home, capsys):
     argv = ["run", "--dataset", "mcr-gen", "--model", "local/smollm2", "--limit", "3", "--k", "2",
             "--strategies", "zero_shot,EP_CRIT,EP+SEM_CRIT", "--out", str(out), "--quiet", "--max-tokens", "256"]
     assert main(argv) == 0
-    data = logs.read_run(out)
+    data = rundir.read_run(out)
     calls = data["calls"]
     assert {c["stage"] for c in calls} == {"train_predict", "critique", "summary", "test"}
     assert all(c["error"] is None and c["prompt_tokens"] > 50 and c["completion_tokens"] > 0 for c in calls)

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from critique.base import rundir as logs
+from critique.base import rundir
 
 TASK = "Is the statement true?"
 SPACE = ["yes", "no"]
@@ -37,10 +37,10 @@ def test_import_critique_stays_light():
 def test_fit_runs_the_train_stage_and_a_refit_makes_no_call(home, fake_llm):
     out = home / "run"
     lr = learner(out).fit(TRAIN)
-    data = logs.read_run(out)
+    data = rundir.read_run(out)
     assert Counter(c["stage"] for c in data["calls"]) == {"train_predict": 6, "critique": 6, "summary": 1}
     assert len(fake_llm.CALLS) == 13 and lr.calls_made == 13
-    assert len(logs.read_jsonl(out / "data" / "train.jsonl")) == 6 and (out / "data" / "test.jsonl").read_text() == ""
+    assert len(rundir.read_jsonl(out / "data" / "train.jsonl")) == 6 and (out / "data" / "test.jsonl").read_text() == ""
     manifest = data["manifest"]
     assert manifest["status"] == "complete" and manifest["dataset"]["n_train"] == 6
     assert manifest["dataset"]["n_test"] == 0 and manifest["dataset"]["name"] == "run"
@@ -56,7 +56,7 @@ def test_fit_runs_the_train_stage_and_a_refit_makes_no_call(home, fake_llm):
 
     with pytest.raises(ValueError, match="other data"):
         learner(out).fit(TRAIN[:5])
-    assert len(logs.read_jsonl(out / "data" / "train.jsonl")) == 6 and fake_llm.CALLS == []
+    assert len(rundir.read_jsonl(out / "data" / "train.jsonl")) == 6 and fake_llm.CALLS == []
 
 
 def test_predict_with_each_strategy_logs_unlabeled_predictions(home, fake_llm):
@@ -72,7 +72,7 @@ def test_predict_with_each_strategy_logs_unlabeled_predictions(home, fake_llm):
         episodic = strategy in ("EP_LABEL", "EP_CRIT", "EP+SEM_CRIT")
         assert all((len(p.retrieved) == 3 and set(p.retrieved) <= ids) if episodic else p.retrieved == []
                    for p in preds)
-    data = logs.read_run(out)
+    data = rundir.read_run(out)
     logged = [p for p in data["predictions"] if p["stage"] == "predict"]
     assert len(logged) == 15 and all(p["gold"] is None and p["correct"] is None for p in logged)
     calls = [c for c in data["calls"] if c["stage"] == "predict"]
@@ -98,7 +98,7 @@ def test_unparseable_reply_gives_no_answer(home, fake_llm, monkeypatch):
     pred, fine = lr.predict(["MUMBLE: is this true?", NEW[0]], strategy="EP_CRIT")
     assert pred.answer is None and pred.parse_failed and pred.error is None and len(pred.retrieved) == 3
     assert fine.answer in SPACE and not fine.parse_failed
-    record = [p for p in logs.read_jsonl(out / "predictions.jsonl") if p["item_id"] == pred.id][-1]
+    record = [p for p in rundir.read_jsonl(out / "predictions.jsonl") if p["item_id"] == pred.id][-1]
     assert record["answer"] is None and record["parse_failed"] and record["correct"] is None
 
 
@@ -118,12 +118,12 @@ def test_load_a_critique_run_directory_and_predict(home, fake_llm, capsys):
     argv = ["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "6", "--k", "3", "--out", str(out),
             "--quiet"]
     assert main(argv) == 0
-    ids = {e["id"] for e in logs.read_jsonl(out / "memory" / "episodic.jsonl")}
+    ids = {e["id"] for e in rundir.read_jsonl(out / "memory" / "episodic.jsonl")}
     fake_llm.CALLS.clear()
     lr = Learner.load(out, progress=False)
     assert lr.config.model == "fake/model" and lr.config.k == 3 and lr.answer_space == ["1", "2", "3", "4"]
     assert {e["id"] for e in lr.memory.entries} == ids
-    question = logs.read_jsonl(out / "memory" / "episodic.jsonl")[0]["question"] + " (asked again)"
+    question = rundir.read_jsonl(out / "memory" / "episodic.jsonl")[0]["question"] + " (asked again)"
     for strategy in ("EP+SEM_CRIT", "EP_LABEL", "zero_shot"):
         (pred,) = lr.predict([question], strategy=strategy)
         assert pred.answer in lr.answer_space and set(pred.retrieved) <= ids

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.cli import main
 
 ALL = ["zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"]
@@ -31,7 +31,7 @@ def test_full_run_logs_every_call_and_prediction(home, fake_llm, capsys):
     assert run(out) == 0
     table = capsys.readouterr().out
     assert all(f"| {s} |" in table for s in ALL)
-    data = logs.read_run(out)
+    data = rundir.read_run(out)
     stages = Counter(c["stage"] for c in data["calls"])
     assert stages == {"train_predict": 6, "critique": 6, "summary": 1, "test": 30}
     assert len(fake_llm.CALLS) == 43
@@ -44,7 +44,7 @@ def test_full_run_logs_every_call_and_prediction(home, fake_llm, capsys):
         if p["strategy"] in ("EP_LABEL", "EP_CRIT", "EP+SEM_CRIT"):
             assert len(p["retrieved"]) == 3 and p["item_id"] not in p["retrieved"]
             assert not set(p["retrieved"]) & test_ids
-    entries = logs.read_jsonl(out / "memory" / "episodic.jsonl")
+    entries = rundir.read_jsonl(out / "memory" / "episodic.jsonl")
     assert len(entries) == 6 and all(not e["assertion_mismatch"] for e in entries)
     assert {"item_id", "question", "initial_answer", "gold", "critique", "model", "template_hash", "run_id"} <= set(entries[0])
     sem = json.loads((out / "memory" / "semantic.json").read_text())
@@ -69,7 +69,7 @@ def test_response_cache_is_shared_across_runs_and_no_cache_bypasses_it(home, fak
     fake_llm.CALLS.clear()
     assert run(home / "b") == 0
     assert fake_llm.CALLS == []
-    assert all(c["cached"] for c in logs.read_jsonl(home / "b" / "calls.jsonl"))
+    assert all(c["cached"] for c in rundir.read_jsonl(home / "b" / "calls.jsonl"))
     assert run(home / "c", "--no-cache") == 0
     assert len(fake_llm.CALLS) == 43
 
@@ -79,7 +79,7 @@ def test_adding_a_strategy_to_a_run_only_runs_that_strategy(home, fake_llm):
     fake_llm.CALLS.clear()
     assert run(home / "r", "--strategies", "zero_shot,EP_CRIT") == 0
     assert len(fake_llm.CALLS) == 6
-    assert logs.read_run(home / "r")["manifest"]["config"]["strategies"] == ["zero_shot", "EP_CRIT"]
+    assert rundir.read_run(home / "r")["manifest"]["config"]["strategies"] == ["zero_shot", "EP_CRIT"]
 
 
 def test_no_secret_reaches_the_run_directory(home, fake_llm, monkeypatch, capsys):
@@ -102,7 +102,7 @@ def test_kill_9_in_the_test_stage_then_resume_leaves_one_record_per_item(home):
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     tests = []
     while len(tests) < 12 and proc.poll() is None:
-        tests = [r for r in logs.read_jsonl(out / "predictions.jsonl") if r["stage"] == "test"]
+        tests = [r for r in rundir.read_jsonl(out / "predictions.jsonl") if r["stage"] == "test"]
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -110,7 +110,7 @@ def test_kill_9_in_the_test_stage_then_resume_leaves_one_record_per_item(home):
     env.pop("FAKE_LLM_HOLD_AFTER")
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    data = logs.read_run(out)
+    data = rundir.read_run(out)
     assert set(keys(data["predictions"]).values()) == {1}
     assert len(keys(data["predictions"])) == 10 + 50
     assert Counter(c["request_hash"] for c in data["calls"]).most_common(1)[0][1] == 1

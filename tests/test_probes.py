@@ -8,7 +8,7 @@ import litellm
 import pytest
 from litellm import CustomLLM
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.experiments import probes
 from critique.cli import main
 
@@ -64,7 +64,7 @@ def probe(*args):
 
 
 def records(out):
-    data = logs.read_run(out)
+    data = rundir.read_run(out)
     return data["manifest"], data["calls"], data["predictions"]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.cli import main
 
 
@@ -27,7 +27,7 @@ def keys(records):
 
 
 def run_dirs(folder):
-    return sorted(p for p in folder.iterdir() if logs.is_run_dir(p))
+    return sorted(p for p in folder.iterdir() if rundir.is_run_dir(p))
 
 
 BASE = """
@@ -130,12 +130,12 @@ litellm_params = { model = "fake/served", api_base = "http://gpu2:8000/v1" }
     assert names == ["mcr-gen__fake_model", "mcr-gen__fake_model__k-1", "mcr-gen__fake_model__suggestibility-user",
                      "mcr-gen__fake_served", "mcr-gen__fake_served__k-1"]
     for path in run_dirs(out):
-        data = logs.read_run(path)
+        data = rundir.read_run(path)
         assert data["manifest"]["status"] == "complete"
         assert set(keys(data["predictions"]).values()) == {1}
-    served_manifest = logs.read_run(out / "mcr-gen__fake_served")["manifest"]
+    served_manifest = rundir.read_run(out / "mcr-gen__fake_served")["manifest"]
     assert [d["api_base"] for d in served_manifest["deployments"]] == ["http://gpu1:8000/v1", "http://gpu2:8000/v1"]
-    k1 = logs.read_run(out / "mcr-gen__fake_model__k-1")
+    k1 = rundir.read_run(out / "mcr-gen__fake_model__k-1")
     assert all(c["cached"] for c in k1["calls"] if c["stage"] != "test")  # the cell's run paid the train stage
     fake_llm.CALLS.clear()
     assert main(["study", str(study)]) == 0  # everything complete: cells skipped, no call
@@ -170,7 +170,7 @@ values = [1]
     tests = 0
     while tests < 10 and proc.poll() is None:
         tests = sum(1 for path in (out.glob("*/predictions.jsonl") if out.exists() else [])
-                    for r in logs.read_jsonl(path) if r["stage"] == "test")
+                    for r in rundir.read_jsonl(path) if r["stage"] == "test")
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -184,7 +184,7 @@ values = [1]
     assert [p.name for p in dirs] == ["mcr-gen__fake_one", "mcr-gen__fake_one__k-1", "mcr-gen__fake_two",
                                       "mcr-gen__fake_two__k-1"]
     for path in dirs:
-        data = logs.read_run(path)
+        data = rundir.read_run(path)
         assert data["manifest"]["status"] == "complete"
         assert set(keys(data["predictions"]).values()) == {1}
         expected = 8 + (8 * 5 if "__k-" not in path.name else 8)

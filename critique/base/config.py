@@ -3,6 +3,7 @@ command line, the study file, the LLM client and the library read them from here
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from critique.base.vocab import PARTS, STRATEGIES
@@ -32,6 +33,7 @@ class RunConfig:
     timeout: float = 600.0  # seconds per attempt at a call
     num_retries: int = 5  # retries of a call after a rate limit, a server error or a timeout
     train_fraction: float | None = None  # train-size ablation: a nested seeded subset of train (per user)
+    endpoint_id: str | None = None  # the name --api-base's responses are cached under (default: the URL)
 
 
 # A run directory belongs to one value of each of these.
@@ -39,12 +41,17 @@ IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature",
             "train_fraction")
 
 # The least value of each numeric setting (RunConfig's field names).
-BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.001, "num_retries": 0}
+BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.001, "num_retries": 0,
+          "temperature": 0.0}
 
 
 def bound_problem(name: str, value) -> str | None:
     """Why ``value`` is out of bounds for the setting ``name``, or None."""
     low = BOUNDS.get(name)
-    if low is not None and value is not None and value < low:
+    if low is None or value is None:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, not {value}"
+    if value < low:
         return f"must be at least {low}, not {value}"
     return None

@@ -4,6 +4,8 @@ datasets and raw upstream files, each folder overridable on its own."""
 from __future__ import annotations
 
 import os
+import sys
+import time
 from pathlib import Path
 
 
@@ -33,3 +35,14 @@ def data_dir(explicit: str | Path | None = None) -> Path:
 def raw_dir(explicit: str | Path | None = None) -> Path:
     """Where raw upstream files are: --to/--raw, $CRITIQUE_RAW_DIR, or raw/ under the cache root."""
     return _folder(explicit, "CRITIQUE_RAW_DIR", "raw")
+
+
+def set_aside(path: str | Path, error: BaseException, what: str) -> Path:
+    """Move an unreadable cache (a file or a folder) out of the way, so that it is rebuilt, and
+    say so in one line: the cache only saves calls, a run never needs it."""
+    path = Path(path)
+    moved = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    os.replace(path, moved)
+    print(f"critique: warning: the {what} {path} is unreadable ({type(error).__name__}: {error}); moved to "
+          f"{moved} and rebuilt empty (delete it once you no longer need it)", file=sys.stderr)
+    return moved

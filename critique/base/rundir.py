@@ -3,48 +3,49 @@
 Layout (LOG_VERSION 1)::
 
     manifest.json       config, versions, dataset checksum, template hashes, times
-    calls.jsonl         one record per LLM call (CALL_FIELDS)
-    predictions.jsonl   one record per (stage, strategy, item) (PREDICTION_FIELDS)
+    calls.jsonl         one record per LLM call (critique.base.records.CALL)
+    predictions.jsonl   one record per (stage, strategy, item) (critique.base.records.PREDICTION)
     memory/             episodic store and semantic memory
     .lock               held by the process that writes the run
 
-Appends are one ``write`` of one whole line on a file opened with O_APPEND. A process
-killed mid-write can leave at most a cut last line: readers skip it, and the next
-writer cuts it off before appending. This module imports nothing heavy, so the
+The fields of every record: critique.base.records; for third parties: docs/run-directory.md.
+
+This module is the one writer of run directories (and of the other files critique writes:
+memory, reports): every value is redacted (``redact_value``) before it is encoded or cut.
+Appends are one whole line on a file opened with O_APPEND, complete or absent: a short
+write is finished, and a failed one (a full disk) is cut back off before the error is
+raised. A process killed mid-write can leave at most a cut last line: readers skip it, and
+the next writer cuts it off before appending. This module imports nothing heavy, so the
 analysis can use it.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 from pathlib import Path
 
+from critique.base.errors import RunError
+
 LOG_VERSION = 1
+_write = os.write  # the one system call that appends (a test injects a full disk here)
 MANIFEST = "manifest.json"
 CALLS = "calls.jsonl"
 PREDICTIONS = "predictions.jsonl"
 MEMORY = "memory"
 LOCK = ".lock"
 
-CALL_FIELDS = (
-    "stage", "strategy", "item_id", "user", "model", "prompt_tokens", "completion_tokens",
-    "reasoning_tokens", "finish_reason", "latency_s", "cached", "retries", "error",
-    "request_hash", "template", "template_hash", "messages", "response",
-)
-PREDICTION_FIELDS = (
-    "stage", "strategy", "item_id", "user", "answer", "gold", "correct", "parse_failed",
-    "timeout", "error", "retrieved", "request_hash",
-)
-
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
 
 
 def secret_values() -> list[str]:
-    """Values of environment variables that look like credentials (long enough to matter)."""
-    return sorted({v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8},
-                  key=len, reverse=True)
+    """Values of environment variables that look like credentials (long enough to matter), and
+    each one as it appears inside a JSON string (a model's JSON reply that repeats a key with a
+    quote or a backslash in it holds it escaped), longest first."""
+    values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8}
+    return sorted(values | {json.dumps(v, ensure_ascii=False)[1:-1] for v in values}, key=len, reverse=True)
 
 
 def redact(text: str, secrets: list[str] | None = None) -> str:
@@ -54,8 +55,23 @@ def redact(text: str, secrets: list[str] | None = None) -> str:
     return text
 
 
+def redact_value(value, secrets: list[str] | None = None):
+    """``value`` with every credential removed from every string in it (keys too), before it
+    is encoded: a key with a quote or a backslash would survive in its escaped JSON form."""
+    secrets = secret_values() if secrets is None else secrets
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {redact_value(k, secrets): redact_value(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v, secrets) for v in value]
+    return value
+
+
 def dumps(record: dict) -> str:
-    return redact(json.dumps(record, ensure_ascii=False, sort_keys=True))
+    return json.dumps(redact_value(record), ensure_ascii=False, sort_keys=True)
 
 
 def repair_tail(path: Path) -> int:
@@ -72,11 +88,22 @@ def repair_tail(path: Path) -> int:
 
 
 def append_jsonl(path: Path, record: dict) -> None:
-    """Append one record as one line, in one write."""
+    """Append one record as one whole line: all of it or, when the write fails (a full disk),
+    none of it, and a RunError that says what to do."""
     line = (dumps(record) + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line)
+        end = os.lseek(fd, 0, os.SEEK_END)
+        written = 0
+        try:
+            while written < len(line):  # os.write may write less than asked
+                written += _write(fd, line[written:])
+        except OSError as exc:
+            os.ftruncate(fd, end)  # no half record
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise RunError(f"{path}: no space left on the device ({exc.strerror}); nothing of this record was "
+                               f"kept: free some space, then run the same command again to resume") from None
+            raise
     finally:
         os.close(fd)
 
@@ -99,10 +126,21 @@ def read_jsonl(path: str | Path, problems: list[str] | None = None) -> list[dict
     return records
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (redacted) at once: a temporary file, then a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(redact(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)) + "\n", encoding="utf-8")
+    tmp.write_text(redact(text), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    write_text_atomic(path, json.dumps(redact_value(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def write_jsonl_atomic(path: Path, records: list[dict]) -> None:
+    write_text_atomic(path, "".join(dumps(r) + "\n" for r in records))
 
 
 def is_run_dir(path: str | Path) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from critique.base.errors import UserError
+from critique.base.errors import RunError, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +30,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"critique: error: {redact(str(exc))}", file=sys.stderr)
         return 2
+    except RunError as exc:  # a run that cannot go on (a full disk): what to do, in one line
+        from critique.base.rundir import redact
+
+        print(f"critique: error: {redact(str(exc))}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("critique: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

@@ -23,6 +23,8 @@ RUN_OPTIONS = (
     ("--temperature", "temperature", {"type": float}),
     ("--reasoning-effort", "reasoning_effort", {"choices": EFFORTS}),
     ("--api-base", "api_base", {"help": "endpoint of a served model (vLLM, Ollama, a proxy)"}),
+    ("--endpoint-id", "endpoint_id", {"help": "the name this endpoint's responses are cached under (default: the "
+                                              "--api-base URL); give identical servers one name to share their cache"}),
     ("--timeout", "timeout", {"type": float, "help": "seconds per attempt at a call (default %(default)g)"}),
     ("--retries", "num_retries", {"type": int, "help": "retries of a call after a rate limit, a server error "
                                                        "or a timeout (default %(default)s)"}),

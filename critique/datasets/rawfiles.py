@@ -4,13 +4,14 @@ errors that name the file and line, checksums, and balanced answer positions."""
 from __future__ import annotations
 
 import csv
+import io
 import hashlib
 import json
 import random
 from pathlib import Path
 from typing import Iterator
 
-from critique.datasets.splits import DatasetError
+from critique.datasets.splits import DatasetError, read_text
 from critique.datasets.splits import iter_json_lines as read_jsonl  # noqa: F401 (used by builders)
 
 
@@ -63,7 +64,7 @@ def fail(path: Path, line: int, problem: str) -> DatasetError:
 def read_tsv(path: Path, columns: int, header: bool = True, sep: str = "\t",
              encoding: str = "utf-8") -> Iterator[tuple[int, list[str]]]:
     """(line number, fields) of a delimited file with at least ``columns`` fields a row."""
-    with path.open(encoding=encoding, newline="") as handle:
+    with io.StringIO(read_text(path, encoding), newline="") as handle:
         for number, line in enumerate(handle, start=1):
             if header and number == 1:
                 continue
@@ -78,7 +79,7 @@ def read_tsv(path: Path, columns: int, header: bool = True, sep: str = "\t",
 
 def read_csv(path: Path, required: list[str], encoding: str = "utf-8") -> Iterator[tuple[int, dict]]:
     """(line number, row) of a CSV file with a header naming at least ``required``."""
-    with path.open(encoding=encoding, newline="") as handle:
+    with io.StringIO(read_text(path, encoding), newline="") as handle:
         reader = csv.DictReader(handle)
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:
@@ -91,7 +92,7 @@ def read_csv(path: Path, required: list[str], encoding: str = "utf-8") -> Iterat
 
 def read_json(path: Path):
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise fail(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
 

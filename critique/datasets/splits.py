@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -32,6 +33,30 @@ KINDS = ("single", "preference")
 
 class DatasetError(ValueError):
     """A dataset problem, with the file and line it was found at."""
+
+
+# A preference user is a folder of the dataset and names memory files: letters, digits, ._-@+ only.
+USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._@+-]{0,99}")
+
+
+def read_text(path: str | Path, encoding: str = "utf-8") -> str:
+    """The text of a file; a byte the encoding cannot decode is a DatasetError naming file and line."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DatasetError(f"{path}:{line}: not {encoding} text (byte 0x{data[exc.start]:02x} at column {column})") \
+            from None
+
+
+def check_user(user, where: str) -> str:
+    """A preference user's name, as a string safe for a folder name; DatasetError otherwise."""
+    if not isinstance(user, str) or not USER_NAME.fullmatch(user):
+        raise DatasetError(f"{where}: user {user!r} is not a valid name (letters, digits and ._-@+, "
+                           f"not starting with a dot or dash, at most 100 characters)")
+    return user
 
 
 @dataclass(frozen=True)
@@ -82,10 +107,20 @@ class DatasetCard:
             raise DatasetError(f"{path}:1: dataset card lacks {', '.join(missing)}")
         known = {f for f in cls.__dataclass_fields__}
         card = cls(**{k: v for k, v in record.items() if k in known})
+        for key in ("name", "task"):
+            if not isinstance(getattr(card, key), str) or not getattr(card, key).strip():
+                raise DatasetError(f"{path}:1: {key} must be a non-empty string, not {getattr(card, key)!r}")
         if card.kind not in KINDS:
             raise DatasetError(f"{path}:1: kind must be one of {KINDS}, not {card.kind!r}")
-        if len(card.answer_space) < 2 or len(set(card.answer_space)) != len(card.answer_space):
+        space = card.answer_space
+        if not isinstance(space, list) or not all(isinstance(a, str) and a.strip() for a in space):
+            raise DatasetError(f"{path}:1: answer_space must be a list of labels (strings), not {space!r}")
+        if len(space) < 2 or len(set(space)) != len(space):
             raise DatasetError(f"{path}:1: answer_space needs two or more distinct labels")
+        if not isinstance(card.users, list):
+            raise DatasetError(f"{path}:1: users must be a list of names, not {card.users!r}")
+        for user in card.users:
+            check_user(user, f"{path}:1")
         return card
 
 
@@ -132,17 +167,16 @@ def _first_per_user(items: list[Item], limit: int) -> list[Item]:
 
 def iter_json_lines(path: Path):
     """(line number, object) for each non-blank line; DatasetError naming file and line otherwise."""
-    with Path(path).open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise DatasetError(f"{path}:{number}: a line must be a JSON object")
-            yield number, record
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise DatasetError(f"{path}:{number}: a line must be a JSON object")
+        yield number, record
 
 
 def read_items(path: Path, answer_space: list[str], user: str | None = None) -> list[Item]:
@@ -182,9 +216,12 @@ def load_dataset(path: str | Path) -> Dataset:
     if not card_path.exists():
         raise DatasetError(f"{card_path}: no dataset card here (is {path} a dataset folder?)")
     try:
-        card = DatasetCard.from_json(json.loads(card_path.read_text(encoding="utf-8")), card_path)
+        record = json.loads(read_text(card_path))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{card_path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(record, dict):
+        raise DatasetError(f"{card_path}:1: a dataset card must be a JSON object")
+    card = DatasetCard.from_json(record, card_path)
     users = card.users if card.kind == "preference" else [None]
     if card.kind == "preference" and not users:
         raise DatasetError(f"{card_path}:1: preference data must list its users")
@@ -193,6 +230,8 @@ def load_dataset(path: str | Path) -> Dataset:
         folder = path / user if user else path
         for split in SPLITS:
             splits[split].extend(read_items(folder / f"{split}.jsonl", card.answer_space, user))
+        if not any(i.user == user for i in splits["train"]):
+            raise DatasetError(f"{folder / 'train.jsonl'}: the train split is empty (nothing to learn from)")
         check_disjoint(
             [i for i in splits["train"] if i.user == user],
             [i for i in splits["test"] if i.user == user],
@@ -210,6 +249,9 @@ def dataset_files(out: str | Path, card: DatasetCard, train: list[Item], test: l
     Sets ``card.users`` and ``card.checksums``."""
     out = Path(out)
     users = sorted({i.user for i in train + test}, key=str) if card.kind == "preference" else [None]
+    for user in users:
+        if user is not None:
+            check_user(user, str(out))
     files: dict[str, str] = {}
     for user in users:
         prefix = f"{user}/" if user else ""

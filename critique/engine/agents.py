@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from critique.engine import parsing, prompts
 from critique.datasets.splits import Item
-from critique.llm.client import LLM, LLMResult
+from critique.llm.client import LLMResult
 
 NO_ANSWER = "(no valid answer)"
 
@@ -47,7 +47,3 @@ def critic_prompt(task: str, item: Item, initial_answer: str | None, gold: str) 
 
 def summary_prompt(task: str, entries: list[dict], max_points: int = 10) -> Prompt:
     return prompt("summary.j2", task=task, entries=entries, max_points=max_points)
-
-
-async def call(llm: LLM, p: Prompt, schema: dict, name: str) -> LLMResult:
-    return await llm.complete(p.messages, schema, name)

@@ -17,7 +17,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from critique.engine import agents, parsing, prompts
-from critique.base import rundir as logs
+from critique.base import records
+from critique.base import rundir
 from critique.datasets.splits import Dataset, Item
 from critique.llm.client import LLM, LLMResult
 from critique.engine.memory import semantic
@@ -57,29 +58,29 @@ class Run:
         from filelock import FileLock, Timeout
 
         self.out.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.out / logs.LOCK), timeout=0)
+        self._lock = FileLock(str(self.out / rundir.LOCK), timeout=0)
         try:
             self._lock.acquire()
         except Timeout:
-            raise RunError(f"{self.out} is being written by another process (lock {self.out / logs.LOCK}); "
+            raise RunError(f"{self.out} is being written by another process (lock {self.out / rundir.LOCK}); "
                            f"wait for it to finish or use another --out") from None
-        manifest_path = self.out / logs.MANIFEST
+        manifest_path = self.out / rundir.MANIFEST
         old = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
         if old is not None:
             self._check_same_run(old)
-        for name in (logs.CALLS, logs.PREDICTIONS):
-            logs.repair_tail(self.out / name)
-        self.logged = {r["request_hash"]: r for r in logs.read_jsonl(self.out / logs.CALLS) if not r.get("error")}
+        for name in (rundir.CALLS, rundir.PREDICTIONS):
+            rundir.repair_tail(self.out / name)
+        self.logged = {r["request_hash"]: r for r in rundir.read_jsonl(self.out / rundir.CALLS) if not r.get("error")}
         self.predictions = {pkey(r["stage"], r["strategy"], r.get("user"), r["item_id"]): r
-                            for r in logs.read_jsonl(self.out / logs.PREDICTIONS) if not r.get("error")}
+                            for r in rundir.read_jsonl(self.out / rundir.PREDICTIONS) if not r.get("error")}
         self.run_id = old["run_id"] if old else uuid.uuid4().hex[:12]
         self.manifest = self._manifest(old)
-        logs.write_json_atomic(manifest_path, self.manifest)
+        rundir.write_json_atomic(manifest_path, self.manifest)
 
     def close(self, complete: bool) -> None:
         if complete:
             self.manifest.update(status="complete", finished=_now())
-            logs.write_json_atomic(self.out / logs.MANIFEST, self.manifest)
+            rundir.write_json_atomic(self.out / rundir.MANIFEST, self.manifest)
         if self._lock is not None:
             self._lock.release()
 
@@ -105,8 +106,8 @@ class Run:
         routing = {"deployments": [{"model": e["litellm_params"]["model"], "api_base": e["litellm_params"]["api_base"]}
                                    for e in deployments],
                    "routing_strategy": self.llm.config.routing_strategy} if deployments else {}
-        return {**routing,
-            "log_version": logs.LOG_VERSION, "run_id": self.run_id, "status": "running",
+        return records.make("manifest", **{**routing,
+            "log_version": rundir.LOG_VERSION, "run_id": self.run_id, "status": "running",
             "started": old["started"] if old else _now(), "finished": None, "resumed": _now() if old else None,
             "config": config, "probe": self.probe, "ablation": self.ablation,
             "dataset": {"name": d.name, "path": str(d.path), "checksum": d.checksum, "kind": d.card.kind,
@@ -114,7 +115,7 @@ class Run:
                         "n_train": len(d.train), "n_test": len(d.test)},
             "templates": prompts.all_hashes(), "versions": _versions(),
             "local_model": self.llm.local,  # the embedded model's weights and bounds; None for other models
-        }
+        })
 
     # ---- logged calls ---------------------------------------------------------------
     async def call(self, stage: str, strategy: str | None, item_id: str | None, user: str | None,
@@ -127,27 +128,50 @@ class Run:
             result = _logged_result(self.reuse[key], latency_s=0.0, cached=True, retries=0)
         else:
             result = await self.llm.complete(prompt.messages, schema, name)
-        record = {"run_id": self.run_id, "stage": stage, "strategy": strategy, "item_id": item_id, "user": user,
-                  "model": self.config.model, **{k: v for k, v in asdict(result).items() if k != "text"},
-                  "response": result.text, "template": prompt.template, "template_hash": prompt.template_hash,
-                  "messages": prompt.messages, "time": _now(), "probe": self.probe, "ablation": self.ablation}
-        logs.append_jsonl(self.out / logs.CALLS, record)
+        record = records.make(
+            "call", run_id=self.run_id, stage=stage, strategy=strategy, item_id=item_id, user=user,
+            model=self.config.model, **{k: v for k, v in asdict(result).items() if k != "text"},
+            response=result.text, template=prompt.template, template_hash=prompt.template_hash,
+            messages=prompt.messages, time=_now(), probe=self.probe, ablation=self.ablation)
+        rundir.append_jsonl(self.out / rundir.CALLS, record)
         if result.error is None:
             self.logged[key] = record
         return result
 
     def record_prediction(self, stage: str, strategy: str | None, item: Item, result: LLMResult | None,
                           outcome: dict, retrieved: list[str], extra: dict | None = None) -> dict:
-        record = {"run_id": self.run_id, "stage": stage, "strategy": strategy, "item_id": item.id, "user": item.user,
-                  **outcome, "retrieved": retrieved, "request_hash": result.request_hash if result else None,
-                  "prompt_tokens": result.prompt_tokens if result else 0,
-                  "completion_tokens": result.completion_tokens if result else 0,
-                  "reasoning_tokens": result.reasoning_tokens if result else 0,
-                  "probe": self.probe, "ablation": self.ablation, **(extra or {})}
-        logs.append_jsonl(self.out / logs.PREDICTIONS, record)
+        record = records.make(
+            "prediction", **{"run_id": self.run_id, "stage": stage, "strategy": strategy, "item_id": item.id,
+                             "user": item.user, **outcome, "retrieved": retrieved,
+                             "request_hash": result.request_hash if result else None,
+                             "prompt_tokens": result.prompt_tokens if result else 0,
+                             "completion_tokens": result.completion_tokens if result else 0,
+                             "reasoning_tokens": result.reasoning_tokens if result else 0,
+                             "probe": self.probe, "ablation": self.ablation, **(extra or {})})
+        rundir.append_jsonl(self.out / rundir.PREDICTIONS, record)
         if not record.get("error"):
             self.predictions[pkey(stage, strategy, item.user, item.id)] = record
         return record
+
+    async def answer(self, stage: str, strategy: str | None, item: Item, prompt: agents.Prompt, *, seed: tuple,
+                     retrieved: list[str] = (), extra=None, judge=None, keep_same: bool = False,
+                     fresh: bool = False) -> dict:
+        """The performance agent on one item: call, parse, outcome, prediction record (returned).
+
+        ``seed``: what seeds the random wrong option of a parse failure; ``judge(result, item)``
+        makes the outcome (default: parsed against the gold label, wrong unless right);
+        ``extra``: more fields of the record, or a function of the outcome that gives them;
+        ``keep_same``: a prediction already logged for this very request is returned as it is;
+        ``fresh``: always ask the model (see ``call``)."""
+        result = await self.call(stage, strategy, item.id, item.user, prompt, self.dataset.card.response_schema,
+                                 "answer", fresh=fresh)
+        if keep_same:
+            old = self.predictions.get(pkey(stage, strategy, item.user, item.id))
+            if old is not None and old["request_hash"] == result.request_hash:
+                return old
+        outcome = judge(result, item) if judge else agents.answer_record(result, item, self.space, *seed)
+        fields = extra(outcome) if callable(extra) else extra
+        return self.record_prediction(stage, strategy, item, result, outcome, list(retrieved), fields)
 
     async def each(self, items: list, work, desc: str) -> None:
         """Run ``work(item)`` for all items concurrently (the LLM bounds calls in flight)."""
@@ -157,9 +181,15 @@ class Run:
 
         tasks = [asyncio.ensure_future(work(i)) for i in items]  # started, and queued for the model, in order
         with tqdm(total=len(items), desc=desc, disable=not self.progress, leave=False) as bar:
-            for done in asyncio.as_completed(tasks):
-                await done
-                bar.update(1)
+            try:
+                for done in asyncio.as_completed(tasks):
+                    await done
+                    bar.update(1)
+            except BaseException:  # the run stops (a full disk, Ctrl-C): its other calls stop with it
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
 
     # ---- train stage ----------------------------------------------------------------
     async def train_stage(self) -> None:
@@ -173,10 +203,7 @@ class Run:
 
     async def _initial(self, item: Item) -> None:
         prompt = agents.performance_prompt("performance_zero_shot.j2", self.task, item, self.space, [], None, "full")
-        result = await self.call("train_predict", None, item.id, item.user, prompt, self.dataset.card.response_schema,
-                                 "answer")
-        self.record_prediction("train_predict", None, item,
-                               result, agents.answer_record(result, item, self.space, "train_predict"), [])
+        await self.answer("train_predict", None, item, prompt, seed=("train_predict",))
 
     def initial_answer(self, item: Item) -> str | None:
         record = self.predictions.get(pkey("train_predict", None, item.user, item.id))
@@ -193,18 +220,18 @@ class Run:
             result = await self.call("critique", None, item.id, item.user, prompt, parsing.CRITIQUE_SCHEMA, "critique")
             critique = parsing.parse_critique(result.text) if result.error is None else None
             if critique is not None:
-                entries[entry_id(item)] = {
+                entries[entry_id(item)] = records.make("memory_entry", **{
                     "id": entry_id(item), "item_id": item.id, "user": item.user, "question": item.question,
                     "initial_answer": answer or agents.NO_ANSWER, "gold": item.answer, "critique": critique,
                     "assertion_mismatch": parsing.assertion_mismatch(critique, item.answer, self.space),
                     "timeout": result.timeout, "model": self.config.model, "template_hash": prompt.template_hash,
                     "run_id": self.run_id, "request_hash": result.request_hash,
-                }
+                })
 
         await self.each(self.dataset.train, one, "critiques")
         ordered = [entries[entry_id(i)] for i in self.dataset.train if entry_id(i) in entries]
         self.memory = EpisodicMemory.build(ordered, self.encoder)
-        self.memory.save(self.out / logs.MEMORY)
+        self.memory.save(self.out / rundir.MEMORY)
 
     async def summaries(self) -> None:
         pools: dict[str, list[dict]] = {}
@@ -216,13 +243,13 @@ class Run:
             user = None if pool == "all" else pool
             result = await self.call("summary", None, None, user, prompt, parsing.SUMMARY_SCHEMA, "summary")
             advice = parsing.parse_advice(result.text) if result.error is None else None
-            self.semantic[pool] = {"advice": advice, "source_ids": [e["id"] for e in pools[pool]],
-                                   "model": self.config.model, "template_hash": prompt.template_hash,
-                                   "timeout": result.timeout, "error": result.error, "run_id": self.run_id,
-                                   "request_hash": result.request_hash}
+            self.semantic[pool] = records.make(
+                "semantic", advice=advice, source_ids=[e["id"] for e in pools[pool]], model=self.config.model,
+                template_hash=prompt.template_hash, timeout=result.timeout, error=result.error,
+                run_id=self.run_id, request_hash=result.request_hash)
 
         await self.each(sorted(pools), one, "semantic memory")
-        semantic.save(self.out / logs.MEMORY, dict(sorted(self.semantic.items())))
+        semantic.save(self.out / rundir.MEMORY, dict(sorted(self.semantic.items())))
 
     # ---- test stage -----------------------------------------------------------------
     async def test_stage(self) -> None:
@@ -260,9 +287,7 @@ class Run:
             self.record_prediction("test", name, item, None, outcome, [])
             return
         prompt, examples = found
-        result = await self.call("test", name, item.id, item.user, prompt, self.dataset.card.response_schema, "answer")
-        self.record_prediction("test", name, item, result, agents.answer_record(result, item, self.space, name),
-                               [e["id"] for e in examples])
+        await self.answer("test", name, item, prompt, seed=(name,), retrieved=[e["id"] for e in examples])
 
     async def execute(self) -> None:
         await self.train_stage()

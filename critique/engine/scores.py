@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.base import rundir as logs
+from critique.base import rundir
 
 
 def strategy_rows(predictions: list[dict], strategies: list[str]) -> list[dict]:
@@ -23,9 +23,9 @@ def strategy_rows(predictions: list[dict], strategies: list[str]) -> list[dict]:
 
 
 def print_table(run_dir: Path) -> None:
-    run = logs.read_run(run_dir)
+    run = rundir.read_run(run_dir)
     m = run["manifest"]
-    rows = strategy_rows(logs.latest(run["predictions"]), m["config"]["strategies"])
+    rows = strategy_rows(rundir.latest(run["predictions"]), m["config"]["strategies"])
     print(f"\n{m['dataset']['name']} x {m['config']['model']}  (test items: {m['dataset']['n_test']})\n")
     print("| strategy | n | accuracy % | timeouts | parse failures | errors | tokens/question |")
     print("|---|---:|---:|---:|---:|---:|---:|")

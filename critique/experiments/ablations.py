@@ -24,7 +24,7 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.base.vocab import ABLATION_VALUES, CRITIQUE, SUMMARY, TRAIN
 from critique.engine.scores import strategy_rows
 from critique.experiments import reuse
@@ -125,10 +125,10 @@ def sweep(base, name: str, values: list, parent: Path, *, reuse_places: list[str
 def summary_rows(run_dirs: list[Path]) -> list[dict]:
     rows = []
     for path in run_dirs:
-        data = logs.read_run(path)
+        data = rundir.read_run(path)
         manifest, ablation = data["manifest"], data["manifest"].get("ablation") or {}
         offline = [c for c in data["calls"] if c["stage"] in OFFLINE]
-        for row in strategy_rows(logs.latest(data["predictions"]), manifest["config"]["strategies"]):
+        for row in strategy_rows(rundir.latest(data["predictions"]), manifest["config"]["strategies"]):
             rows.append({"ablation": ablation.get("name"), "value": ablation.get("value"), **row,
                          "offline_calls_paid": sum(not c["cached"] for c in offline),
                          "offline_tokens": sum(c["completion_tokens"] for c in offline), "run": str(path)})
@@ -146,7 +146,7 @@ def print_summary(run_dirs: list[Path]) -> None:
         print(f"| {value_label(r['value'])} | {r['strategy']} | {r['n']} | {r['accuracy']:.1f} | {r['timeouts']} "
               f"| {r['offline_calls_paid']} | {r['offline_tokens']} |")
     for path in run_dirs:
-        timeouts = stage_timeouts(logs.read_jsonl(Path(path) / logs.CALLS))
+        timeouts = stage_timeouts(rundir.read_jsonl(Path(path) / rundir.CALLS))
         if timeouts:
             print(f"{Path(path).name}: timeouts per stage: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(timeouts.items())))

@@ -94,10 +94,7 @@ async def _initial(run, item) -> tuple[str | None, str | None]:
     record = run.predictions.get(pkey("probe_predict", None, item.user, item.id))
     if record is None:
         prompt = agents.performance_prompt("performance_zero_shot.j2", run.task, item, run.space, [], None, "full")
-        result = await run.call("probe_predict", None, item.id, item.user, prompt,
-                                run.dataset.card.response_schema, "answer")
-        record = run.record_prediction("probe_predict", None, item, result,
-                                       agents.answer_record(result, item, run.space, "probe_predict"), [])
+        record = await run.answer("probe_predict", None, item, prompt, seed=("probe_predict",))
     if record.get("error"):
         return None, record["error"]
     return (None if record["parse_failed"] else record["answer"]), None
@@ -121,13 +118,10 @@ async def _condition(run, item, condition: str, initial: str | None, attribution
     prompt = agents.prompt("performance_probe.j2", task=run.task, question=item.question, answer_space=run.space,
                            initial_answer=initial or agents.NO_ANSWER, critique=critique,
                            critique_text=(review.text or "").strip(), source=source, other_model=other)
-    result = await run.call("probe", condition, item.id, item.user, prompt, run.dataset.card.response_schema,
-                            "answer")
-    outcome = agents.answer_record(result, item, run.space, "probe", condition)
-    extra.update(followed=(not outcome["parse_failed"]) and outcome["answer"] == label,
-                 critique_parse_failed=critique is None, critique_timeout=review.timeout,
-                 critique_request_hash=review.request_hash)
-    run.record_prediction("probe", condition, item, result, outcome, [], extra)
+    await run.answer("probe", condition, item, prompt, seed=("probe", condition), extra=lambda outcome: {
+        **extra, "followed": (not outcome["parse_failed"]) and outcome["answer"] == label,
+        "critique_parse_failed": critique is None, "critique_timeout": review.timeout,
+        "critique_request_hash": review.request_hash})
 
 
 async def suggestibility(run) -> None:
@@ -181,11 +175,8 @@ async def consistency(run) -> None:
 
     async def one(item, i: int) -> None:
         prompt = agents.performance_prompt("performance_zero_shot.j2", run.task, item, run.space, [], None, "full")
-        result = await run.call("probe", repeat_name(i), item.id, item.user, prompt,
-                                run.dataset.card.response_schema, "answer", fresh=True)
-        run.record_prediction("probe", repeat_name(i), item, result,
-                              agents.answer_record(result, item, run.space, "probe", repeat_name(i)), [],
-                              {"split": split, "repeat": i})
+        await run.answer("probe", repeat_name(i), item, prompt, seed=("probe", repeat_name(i)),
+                         extra={"split": split, "repeat": i}, fresh=True)
 
     todo = [(item, i) for item in items for i in range(1, repeats + 1)
             if pkey("probe", repeat_name(i), item.user, item.id) not in run.predictions]
@@ -234,9 +225,9 @@ def _pct(value) -> str:
 
 
 def print_summary(run_dir: Path) -> None:
-    from critique.base import rundir as logs
+    from critique.base import rundir
 
-    data = logs.read_run(run_dir)
+    data = rundir.read_run(run_dir)
     manifest = data["manifest"]
     probe = manifest.get("probe") or {}
     head = f"{manifest['dataset']['name']} x {manifest['config']['model']}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.runner import default_out
 
 
@@ -15,10 +15,10 @@ def candidate_dirs(places: list[Path]) -> list[Path]:
     found: list[Path] = []
     for place in places:
         place = Path(place)
-        if logs.is_run_dir(place):
+        if rundir.is_run_dir(place):
             found.append(place)
         elif place.is_dir():
-            found.extend(sorted(c for c in place.iterdir() if logs.is_run_dir(c)))
+            found.extend(sorted(c for c in place.iterdir() if rundir.is_run_dir(c)))
     unique: dict[Path, Path] = {}
     for path in found:
         unique.setdefault(path.resolve(), path)
@@ -36,12 +36,12 @@ def matching_calls(places: list[Path], model: str, checksum: str, exclude: Path 
         if exclude is not None and path.resolve() == Path(exclude).resolve():
             continue
         try:
-            manifest = json.loads((path / logs.MANIFEST).read_text(encoding="utf-8"))
+            manifest = json.loads((path / rundir.MANIFEST).read_text(encoding="utf-8"))
             if manifest["config"]["model"] != model or manifest["dataset"]["checksum"] != checksum:
                 continue
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        for record in logs.read_jsonl(path / logs.CALLS):
+        for record in rundir.read_jsonl(path / rundir.CALLS):
             if not record.get("error") and record.get("request_hash") and isinstance(record.get("response"), str):
                 pool.setdefault(record["request_hash"], record)
     return pool

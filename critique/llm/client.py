@@ -23,11 +23,14 @@ import email.utils
 import hashlib
 import json
 import random
+import sqlite3
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from critique.base.config import RunConfig
-from critique.base.paths import cache_dir
+from critique.base.paths import cache_dir, set_aside
+from critique.base.rundir import redact, redact_value
 
 
 @dataclass
@@ -48,6 +51,7 @@ class LLMConfig:
     cache_dir: str | None = None
     deployments: list[dict] | None = None  # several endpoints of the model (litellm Router model_list entries)
     routing_strategy: str | None = None  # the Router's, with deployments
+    endpoint_id: str | None = None  # the name an endpoint's responses are cached under (default: its URL)
 
 
 def llm_config(run: RunConfig) -> LLMConfig:
@@ -55,7 +59,7 @@ def llm_config(run: RunConfig) -> LLMConfig:
     return LLMConfig(model=run.model, temperature=run.temperature, max_tokens=run.max_tokens,
                      reasoning_effort=run.reasoning_effort, api_base=run.api_base, seed=run.seed,
                      concurrency=run.concurrency, use_cache=run.use_cache, cache_dir=run.cache_dir,
-                     timeout=run.timeout, num_retries=run.num_retries)
+                     timeout=run.timeout, num_retries=run.num_retries, endpoint_id=run.endpoint_id)
 
 
 class MalformedResponse(Exception):
@@ -126,7 +130,7 @@ class LLM:
         self.config = config
         self._router = _router(config) if config.deployments else None
         self._limits = limits
-        self._cache = diskcache.Cache(str(cache_dir(config.cache_dir) / "responses")) if config.use_cache else None
+        self._cache = self._open_cache() if config.use_cache else None
         self._slots: asyncio.Semaphore | None = None
         # the embedded model computes one reply at a time: more calls in flight only queue
         self.concurrency = 1 if config.model.startswith(f"{local_llm.PROVIDER}/") else max(1, config.concurrency)
@@ -140,7 +144,45 @@ class LLM:
                    "response_format": response_format(schema, schema_name)}
         if self.local is not None:
             request["local"] = self.local  # the embedded model's own settings decide the reply too
+        endpoint = endpoint_of(c)
+        if endpoint is not None:  # another server under the same model name may answer otherwise
+            request["endpoint"] = endpoint
         return request
+
+    # ---- the response cache: an unreadable one is set aside and rebuilt, never a traceback ----
+    def _open_cache(self):
+        import diskcache
+
+        path = cache_dir(self.config.cache_dir) / "responses"
+        try:
+            cache = diskcache.Cache(str(path))
+            cache.get("")  # reads the database: a truncated or garbled file fails here, not after paid calls
+            return cache
+        except sqlite3.DatabaseError as exc:
+            set_aside(path, exc, "response cache")
+            return diskcache.Cache(str(path))
+
+    def _cached(self, key: str):
+        try:
+            return self._cache.get(key)
+        except sqlite3.DatabaseError as exc:
+            self._cache = self._reopen(exc)
+            return None
+
+    def _keep(self, key: str, value: dict) -> None:
+        try:
+            self._cache.set(key, value)
+        except sqlite3.DatabaseError as exc:
+            self._cache = self._reopen(exc)
+            self._cache.set(key, value)
+
+    def _reopen(self, error: BaseException):
+        import diskcache
+
+        path = Path(self._cache.directory)
+        self._cache.close()
+        set_aside(path, error, "response cache")
+        return diskcache.Cache(str(path))
 
     @staticmethod
     def request_hash(request: dict) -> str:
@@ -150,7 +192,7 @@ class LLM:
         request = self.request(messages, schema, schema_name)
         key = self.request_hash(request)
         if self._cache is not None:
-            hit = self._cache.get(key)
+            hit = self._cached(key)
             if hit is not None:
                 return LLMResult(**{**hit, "cached": True, "latency_s": 0.0, "retries": 0, "request_hash": key})
         if self._slots is None:
@@ -163,8 +205,8 @@ class LLM:
                     result = await self._call(request)
         result.request_hash = key
         if self._cache is not None and result.error is None:
-            self._cache.set(key, {k: v for k, v in asdict(result).items()
-                                  if k not in ("cached", "latency_s", "retries", "request_hash")})
+            self._keep(key, redact_value({k: v for k, v in asdict(result).items()
+                                          if k not in ("cached", "latency_s", "retries", "request_hash")}))
         return result
 
     async def _call(self, request: dict) -> LLMResult:
@@ -181,7 +223,7 @@ class LLM:
                 error = exc
             if retries >= self.config.num_retries or not retryable(error):
                 return LLMResult(None, latency_s=round(time.monotonic() - started, 4), retries=retries,
-                                 error=f"{type(error).__name__}: {error}"[:1000])
+                                 error=redact(f"{type(error).__name__}: {error}")[:1000])  # redact, then cut
             await asyncio.sleep(backoff(retries, self.config.retry_after, self.config.max_backoff, retry_after_of(error)))
             retries += 1
 
@@ -199,6 +241,19 @@ class LLM:
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
+
+
+def endpoint_of(config: LLMConfig):
+    """What names the server that answers: ``endpoint_id`` if given (identical servers share
+    their cached responses under it), else ``api_base``, else the router's endpoints; None for a
+    provider's own endpoint."""
+    if config.endpoint_id:
+        return config.endpoint_id
+    if config.api_base:
+        return config.api_base
+    if config.deployments:
+        return sorted(str(d["litellm_params"].get("api_base")) for d in config.deployments)
+    return None
 
 
 def provider_of(model: str) -> str:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.base.rundir import latest
 
 HERE = Path(__file__).resolve().parent
@@ -63,7 +64,13 @@ class Launcher:
 
     def close(self) -> None:
         self.proc.stdin.close()
-        self.proc.wait(30)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.kill(self.proc.pid, signal.SIGUSR1)  # its threads' stacks, on stderr
+            time.sleep(1)
+            self.proc.kill()
+            raise
 
 
 def warm(data_dir: str, cache: str, limit: int) -> int:
@@ -107,16 +114,16 @@ def canonical(records: list[dict], volatile: frozenset) -> list[str]:
 
 def content(run: Path) -> dict:
     """Everything a run directory says, minus the volatile fields, in a comparable form."""
-    calls = logs.read_jsonl(run / logs.CALLS)
-    predictions = logs.read_jsonl(run / logs.PREDICTIONS)
-    manifest = json.loads((run / logs.MANIFEST).read_text())
-    semantic = json.loads((run / logs.MEMORY / "semantic.json").read_text())
+    calls = rundir.read_jsonl(run / rundir.CALLS)
+    predictions = rundir.read_jsonl(run / rundir.PREDICTIONS)
+    manifest = json.loads((run / rundir.MANIFEST).read_text())
+    semantic = json.loads((run / rundir.MEMORY / "semantic.json").read_text())
     return {
         "calls": canonical(calls, VOLATILE_CALL),
         "predictions": canonical(latest(predictions), VOLATILE_PREDICTION),
-        "episodic": canonical(logs.read_jsonl(run / logs.MEMORY / "episodic.jsonl"), VOLATILE_MEMORY),
+        "episodic": canonical(rundir.read_jsonl(run / rundir.MEMORY / "episodic.jsonl"), VOLATILE_MEMORY),
         "semantic": {pool: strip(v, VOLATILE_MEMORY) for pool, v in semantic.items()},
-        "faiss": {p.name: p.read_bytes() for p in sorted((run / logs.MEMORY).glob("*.faiss"))},
+        "faiss": {p.name: p.read_bytes() for p in sorted((run / rundir.MEMORY).glob("*.faiss"))},
         "manifest": strip(manifest, VOLATILE_MANIFEST),
     }
 

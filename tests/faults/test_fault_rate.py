@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.base.rundir import latest
 from faults.conftest import LIMIT
 from faults.harness import duplicates, lines, pkey
@@ -22,7 +22,7 @@ def test_a_run_with_20_percent_faults_completes_counts_everything_and_a_rerun_re
     server.retry_after, server.hang_s = "0.05", 30.0
     rc, stdout, stderr = runs.run(out, "--timeout", "3")
     assert rc == 0, stderr
-    calls, predictions = logs.read_jsonl(out / logs.CALLS), logs.read_jsonl(out / logs.PREDICTIONS)
+    calls, predictions = rundir.read_jsonl(out / rundir.CALLS), rundir.read_jsonl(out / rundir.PREDICTIONS)
     outcomes = Counter(outcome for _, _, outcome in server.log)
     assert sum(outcomes[f] for f in outcomes if f != "ok") >= 0.15 * len(server.log), outcomes
     assert len(set(outcomes) - {"ok"}) >= 4, outcomes  # every kind of fault, one by one: test_llm_faults.py
@@ -66,7 +66,7 @@ def test_a_run_with_20_percent_faults_completes_counts_everything_and_a_rerun_re
     # a rerun, the outage over, calls again exactly what failed (and what depends on it)
     server.fault_rate, server.doom_rate = 0.0, 0.0
     server.reset()
-    size = lines(out / logs.CALLS)
+    size = lines(out / rundir.CALLS)
     expected = {pkey(p) for p in errors} | {pkey(c) for c in failed}
     redone = {p["item_id"] for p in errors if p["stage"] == "train_predict"}
     expected |= {("critique", None, None, i) for i in redone}
@@ -74,16 +74,16 @@ def test_a_run_with_20_percent_faults_completes_counts_everything_and_a_rerun_re
         expected.add(("summary", None, None, None))
     rc, _, stderr = runs.run(out)
     assert rc == 0, stderr
-    new_calls = logs.read_jsonl(out / logs.CALLS)[size:]
+    new_calls = rundir.read_jsonl(out / rundir.CALLS)[size:]
     assert {pkey(c) for c in new_calls} == expected
     assert len(new_calls) == len(expected) == len(server.log)
-    final = latest(logs.read_jsonl(out / logs.PREDICTIONS))
+    final = latest(rundir.read_jsonl(out / rundir.PREDICTIONS))
     assert len(final) == LIMIT + STRATEGIES * LIMIT and not any(p["error"] for p in final)
-    assert len(logs.read_jsonl(out / logs.PREDICTIONS)) == len(predictions) + len(errors)
+    assert len(rundir.read_jsonl(out / rundir.PREDICTIONS)) == len(predictions) + len(errors)
 
     # and a third run has nothing left to do
     server.reset()
-    sizes = (lines(out / logs.CALLS), lines(out / logs.PREDICTIONS))
+    sizes = (lines(out / rundir.CALLS), lines(out / rundir.PREDICTIONS))
     rc, stdout, _ = runs.run(out)
     assert rc == 0 and server.log == [] and "0 LLM calls made" in stdout
-    assert sizes == (lines(out / logs.CALLS), lines(out / logs.PREDICTIONS))
+    assert sizes == (lines(out / rundir.CALLS), lines(out / rundir.PREDICTIONS))

@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from faults.conftest import LIMIT
 from faults.harness import content, duplicates, lines, pkey
 
@@ -18,7 +18,7 @@ PLAN = ["start"] + ["train"] * 3 + ["start"] + ["train"] * 3 + ["summary"] * 3 +
 
 
 def stage_of(out: Path) -> str:
-    calls = logs.read_jsonl(out / logs.CALLS)
+    calls = rundir.read_jsonl(out / rundir.CALLS)
     if any(c["stage"] == "summary" for c in calls):
         return "test"
     return "summary" if len(calls) >= TRAIN_CALLS else "train"
@@ -31,7 +31,7 @@ def moment(wanted: str, out: Path, rng: random.Random) -> tuple[str, int]:
     ("request", 0)   when its first request reaches the server (which answers none);
     ("calls", n)     when the calls log has n lines (the server answers just enough requests);
     ("summary", 0)   when the summary request reaches the server (which holds it)."""
-    done = lines(out / logs.CALLS)
+    done = lines(out / rundir.CALLS)
     if wanted == "start":  # before anything was written, then at a resume's first request
         return ("fork", 0) if done == 0 else ("request", 0)
     if wanted == "summary":
@@ -52,12 +52,12 @@ def kill_at(runs, out: Path, what: str, threshold: int, rng: random.Random) -> i
     if what == "summary":
         server.gate(hold={"summary"})
     else:
-        server.gate(answer=max(0, threshold - lines(out / logs.CALLS)))
+        server.gate(answer=max(0, threshold - lines(out / rundir.CALLS)))
     pid, _ = runs.start(out)
     events = {
         "fork": lambda: True,
         "request": lambda: server.holding() > 0,
-        "calls": lambda: lines(out / logs.CALLS) >= threshold,
+        "calls": lambda: lines(out / rundir.CALLS) >= threshold,
         "summary": lambda: server.holding("summary") > 0,
     }
     waited_for = events[what]
@@ -99,7 +99,7 @@ def test_kill_9_at_20_moments_and_resume_ends_with_the_logs_of_an_uninterrupted_
         rc = kill_at(runs, out, what, threshold, rng)
         moments.append((wanted, what, round(threshold, 2), rc, stage_of(out)))
         if len(moments) == 14:  # as if the kill had cut the last prediction in the middle of its line
-            tear(out / logs.PREDICTIONS)
+            tear(out / rundir.PREDICTIONS)
     print("kill moments (wanted, how, threshold, exit status, stage reached):", *moments, sep="\n  ")
     killed = [m for m in moments if m[3] == -signal.SIGKILL]
     assert len(killed) == len(PLAN), moments
@@ -107,7 +107,7 @@ def test_kill_9_at_20_moments_and_resume_ends_with_the_logs_of_an_uninterrupted_
 
     rc, stdout, stderr = runs.run(out)
     assert rc == 0, stderr
-    calls, predictions = logs.read_jsonl(out / logs.CALLS), logs.read_jsonl(out / logs.PREDICTIONS)
+    calls, predictions = rundir.read_jsonl(out / rundir.CALLS), rundir.read_jsonl(out / rundir.PREDICTIONS)
     assert not duplicates(calls, lambda c: c["request_hash"]) and len(calls) == TOTAL_CALLS
     assert not duplicates(predictions, pkey) and len(predictions) == LIMIT + 5 * LIMIT
     assert not any(r["error"] for r in calls + predictions)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from faults.conftest import LIMIT, SECRET
 from faults.harness import duplicates, lines, pkey
 
@@ -17,7 +17,7 @@ def test_a_second_process_on_the_same_run_directory_is_refused_and_writes_nothin
     server.gate(answer=3)  # the first run holds the lock, writes 3 calls, then waits for the server
     out = tmp_path / "run"
     first, first_logs = runs.start(out)
-    while lines(out / logs.CALLS) < 3:
+    while lines(out / rundir.CALLS) < 3:
         assert runs.world.launcher.poll(first) is None, (Path(str(first_logs) + ".err")).read_text()
         time.sleep(0.01)
     rc, stdout, stderr = runs.run(out)
@@ -27,7 +27,7 @@ def test_a_second_process_on_the_same_run_directory_is_refused_and_writes_nothin
     assert stderr.strip().startswith("critique: error:") and "being written by another process" in stderr
     assert len(stderr.strip().splitlines()) == 1 and stdout == ""
     assert runs.world.launcher.wait(first) == 0
-    calls, predictions = logs.read_jsonl(out / logs.CALLS), logs.read_jsonl(out / logs.PREDICTIONS)
+    calls, predictions = rundir.read_jsonl(out / rundir.CALLS), rundir.read_jsonl(out / rundir.PREDICTIONS)
     assert len(calls) == TOTAL_CALLS == len(server.log)  # the refused process made no call
     assert not duplicates(calls, lambda c: c["request_hash"]) and not duplicates(predictions, pkey)
     assert len(predictions) == 6 * LIMIT and {c["run_id"] for c in calls} == {p["run_id"] for p in predictions}
@@ -40,7 +40,7 @@ def test_the_api_key_reaches_no_file_of_the_run_and_no_output(runs, server, tmp_
     rc, stdout, stderr = runs.run(out, "--retries", "1", cache=cache)
     assert rc == 0, stderr
     assert server.auth == {f"Bearer {SECRET}"}  # the key was really used
-    errors = [c["error"] for c in logs.read_jsonl(out / logs.CALLS) if c["error"]]
+    errors = [c["error"] for c in rundir.read_jsonl(out / rundir.CALLS) if c["error"]]
     assert any("Incorrect API key provided: Bearer [REDACTED]" in e for e in errors), errors
     secret = SECRET.encode()
     files = [p for p in list(out.rglob("*")) + list(cache.rglob("*")) if p.is_file()]

@@ -11,9 +11,11 @@ Protocol, one JSON object per line each way:
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -67,6 +69,7 @@ def child(command: dict) -> None:
 
 
 def main() -> None:
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that waits for this process can ask where it is
     reply, ended = sys.stdout, {}  # pid -> exit status of the children already reaped
     for line in sys.stdin:
         command = json.loads(line)

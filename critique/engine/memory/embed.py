@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from critique.base.config import DEFAULT_ENCODER
+from critique.base.paths import set_aside
 
 
 def default_encoder_path() -> str:
@@ -52,26 +53,36 @@ class Encoder:
         return db
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text."""
+        """L2-normalised float32 vectors, one row per text. An unreadable cache is set aside and
+        rebuilt (the vectors are computed again), never a traceback."""
+        try:
+            return self._encode(texts)
+        except sqlite3.DatabaseError as exc:
+            set_aside(self._cache_path, exc, "embedding cache")
+            return self._encode(texts)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
         hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
         found: dict[str, np.ndarray] = {}
         with self._lock:
             db = self._db()
-            if db is not None:
-                for h in set(hashes):
-                    row = db.execute("SELECT v FROM vec WHERE model=? AND text_hash=?", (self.name, h)).fetchone()
-                    if row:
-                        found[h] = np.frombuffer(row[0], dtype=np.float32)
-            todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
-            if todo:
-                vectors = self._load().encode([t for _, t in todo], batch_size=32, normalize_embeddings=True,
-                                              convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
-                for (h, _), v in zip(todo, vectors):
-                    found[h] = v
+            try:
                 if db is not None:
-                    db.executemany("INSERT OR REPLACE INTO vec VALUES (?,?,?)",
-                                   [(self.name, h, v.tobytes()) for (h, _), v in zip(todo, vectors)])
-                    db.commit()
-            if db is not None:
-                db.close()
+                    for h in set(hashes):
+                        row = db.execute("SELECT v FROM vec WHERE model=? AND text_hash=?", (self.name, h)).fetchone()
+                        if row:
+                            found[h] = np.frombuffer(row[0], dtype=np.float32)
+                todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
+                if todo:
+                    vectors = self._load().encode([t for _, t in todo], batch_size=32, normalize_embeddings=True,
+                                                  convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+                    for (h, _), v in zip(todo, vectors):
+                        found[h] = v
+                    if db is not None:
+                        db.executemany("INSERT OR REPLACE INTO vec VALUES (?,?,?)",
+                                       [(self.name, h, v.tobytes()) for (h, _), v in zip(todo, vectors)])
+                        db.commit()
+            finally:
+                if db is not None:
+                    db.close()
         return np.stack([found[h] for h in hashes]) if hashes else np.zeros((0, 0), np.float32)

@@ -8,11 +8,11 @@ one user for preference data, so retrieval never crosses users.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
+from critique.base import rundir
 from critique.base.rundir import read_jsonl
 
 ENTRIES = "episodic.jsonl"
@@ -46,11 +46,7 @@ class EpisodicMemory:
     def save(self, folder: Path) -> None:
         import faiss
 
-        folder.mkdir(parents=True, exist_ok=True)
-        text = "".join(json.dumps(e, ensure_ascii=False, sort_keys=True) + "\n" for e in self.entries)
-        tmp = folder / f".{ENTRIES}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(folder / ENTRIES)
+        rundir.write_jsonl_atomic(folder / ENTRIES, self.entries)
         for pool, (_, index) in self._pools.items():
             faiss.write_index(index, str(_index_path(folder, pool)))
 

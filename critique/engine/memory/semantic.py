@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from critique.base import rundir
+
 FILE = "semantic.json"
 
 
 def save(folder: Path, memory: dict[str, dict]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{FILE}.tmp"
-    tmp.write_text(json.dumps(memory, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(folder / FILE)
+    rundir.write_json_atomic(folder / FILE, memory)
 
 
 def load(folder: Path) -> dict[str, dict]:

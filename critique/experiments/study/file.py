@@ -175,6 +175,13 @@ def load(path: str | Path) -> Study:
     datasets = _string_list(path, "datasets", data.get("datasets", []))
     if not datasets:
         raise _error(f"{path}: datasets: give at least one dataset")
+    seen: dict[str, str] = {}
+    for name in datasets:  # a run directory is named after the dataset's folder name
+        other = seen.setdefault(Path(name).name, name)
+        if other != name or datasets.count(name) > 1:
+            raise _error(f"{path}: datasets: {name!r} is listed twice" if other == name else
+                         f"{path}: datasets: {other!r} and {name!r} would write the same run directories "
+                         f"(both are named {Path(name).name!r})")
     settings.pop("datasets", None)
     strategies = settings.pop("strategies", list(DEFAULT))
     try:

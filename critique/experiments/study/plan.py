@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from critique.base import rundir as logs
+from critique.base import rundir
 from critique.base.config import RunConfig
 from critique.experiments import ablations, probes
 from critique.experiments.study.file import Cell, Model, Study, Task, _api_base
@@ -70,7 +70,7 @@ def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
 
 def task_state(task: Task) -> str:
     """'complete', 'partial' (a run directory exists) or 'new'."""
-    path = task.out / logs.MANIFEST
+    path = task.out / rundir.MANIFEST
     if not path.exists():
         return "new"
     try:

@@ -1,0 +1,234 @@
+"""The run-directory contract: every record a run directory holds, defined once.
+
+The writer (critique.engine.pipeline), the synthetic-log generator (critique.analysis.synthetic),
+the JSON Schemas (``json_schema``) and docs/run-directory.md (``markdown_table``) all come
+from the definitions below. ``make``/``check`` refuse a record with a missing or unknown
+field, so a writer cannot drift from the contract without failing at once.
+
+Types are JSON Schema type names; ``"string|null"`` allows null. ``analysis=True`` marks
+the fields the analysis (``critique.analysis``) reads; ``required=False`` marks a field only
+some records carry (probe predictions, declared extensions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str
+    meaning: str
+    analysis: bool = False
+    required: bool = True
+
+
+def _shared(what: str) -> tuple[Field, ...]:
+    return (
+        Field("run_id", "string", "id of the run that wrote the record (kept when a run is resumed)"),
+        Field("stage", "string", f"the stage of the {what}: train_predict, critique, summary, test, probe_predict, "
+              "probe_critique, probe, predict (learner)", analysis=True),
+        Field("strategy", "string|null", "test: the strategy (zero_shot, EP_LABEL, EP_CRIT, SEM_CRIT, EP+SEM_CRIT); "
+              "probe: truth, lying or repeat-N; null in the train stage", analysis=what == "prediction"),
+        Field("item_id", "string|null", "the item's id in its dataset; null for a summary call", analysis=True),
+        Field("user", "string|null", "the item's user (preference data); null otherwise", analysis=True),
+    )
+
+
+_TOKENS = (
+    Field("prompt_tokens", "integer", "input tokens the provider reported"),
+    Field("completion_tokens", "integer", "output tokens the provider reported (reasoning included)", analysis=True),
+    Field("reasoning_tokens", "integer", "reasoning tokens the provider reported (0 when none)", analysis=True),
+)
+_CONTEXT = (
+    Field("probe", "object|null", "the run's probe, as in the manifest"),
+    Field("ablation", "object|null", "the run's ablation, as in the manifest"),
+)
+
+CALL = (
+    *_shared("call"),
+    Field("model", "string", "the model asked"),
+    *_TOKENS,
+    Field("finish_reason", "string|null", "the provider's finish reason; \"length\" is a timeout (token limit)"),
+    Field("latency_s", "number", "seconds the call took (0 when answered from a matching run)"),
+    Field("cached", "boolean", "answered by the response cache or a matching run, not the model"),
+    Field("retries", "integer", "retries after rate limits, server errors or timeouts"),
+    Field("error", "string|null", "why the call failed; null when it answered", analysis=True),
+    Field("request_hash", "string", "sha256 of the request (model, messages, schema, settings)"),
+    Field("response", "string|null", "the reply text; null when the call failed"),
+    Field("template", "string", "the prompt template's file name in prompts/ (e.g. critic.j2)"),
+    Field("template_hash", "string", "sha256 of that template"),
+    Field("messages", "array", "the chat messages sent ({role, content} objects)"),
+    Field("time", "string", "when the record was written, UTC, YYYY-MM-DDTHH:MM:SSZ"),
+    *_CONTEXT,
+)
+
+PREDICTION = (
+    *_shared("prediction"),
+    Field("answer", "string|null", "the parsed answer (a failed parse gets a seeded wrong option); null when none"),
+    Field("gold", "string|null", "the true label; null for the learner (unlabelled items)"),
+    Field("correct", "boolean|null", "answer == gold and the call answered in time; null for the learner",
+          analysis=True),
+    Field("parse_failed", "boolean", "the reply held no valid answer", analysis=True),
+    Field("timeout", "boolean", "the call hit the token limit (finish_reason \"length\")", analysis=True),
+    Field("error", "string|null", "why no answer was obtained (failed call, missing memory); null otherwise; "
+          "a record with an error is redone when the run is resumed", analysis=True),
+    Field("retrieved", "array", "ids of the episodic entries put in the prompt, nearest first"),
+    Field("request_hash", "string|null", "request_hash of the call that answered; null when no call was made"),
+    *_TOKENS,
+    *_CONTEXT,
+    # suggestibility probe (stage probe, strategy truth / lying)
+    Field("argued", "string", "suggestibility: the label the critic was told to argue for", required=False),
+    Field("attribution", "string|null", "suggestibility: who the critique is said to come from "
+          "(null, user, self, other:MODEL)", required=False),
+    Field("initial_answer", "string", "suggestibility: the zero-shot answer that was critiqued", required=False),
+    Field("followed", "boolean", "suggestibility: the new answer is the argued label", required=False),
+    Field("critique_parse_failed", "boolean", "suggestibility: the critique reply was not valid", required=False),
+    Field("critique_timeout", "boolean", "suggestibility: the critique call hit the token limit", required=False),
+    Field("critique_request_hash", "string", "suggestibility: request_hash of the critique call", required=False),
+    # consistency probe (stage probe, strategy repeat-N)
+    Field("split", "string", "consistency: the split repeated (test or train)", required=False),
+    Field("repeat", "integer", "consistency: the repeat's number, from 1", required=False),
+)
+
+MEMORY_ENTRY = (
+    Field("id", "string", "the entry's id: USER/ITEM_ID for preference data, ITEM_ID otherwise"),
+    Field("item_id", "string", "the train item critiqued"),
+    Field("user", "string|null", "the item's user; null for single-pool data"),
+    Field("question", "string", "the item's question (what retrieval embeds)"),
+    Field("initial_answer", "string", "the zero-shot answer critiqued (or the no-answer text)"),
+    Field("gold", "string", "the true label"),
+    Field("critique", "object", "the critique: the critic's three text fields"),
+    Field("assertion_mismatch", "boolean", "the critique asserts a label other than gold"),
+    Field("timeout", "boolean", "the critique call hit the token limit"),
+    Field("model", "string", "the critic model"),
+    Field("template_hash", "string", "sha256 of critic.j2"),
+    Field("run_id", "string", "the run that wrote the entry"),
+    Field("request_hash", "string", "request_hash of the critique call"),
+)
+
+SEMANTIC = (
+    Field("advice", "string|null", "the distilled advice (bullet points); null when the summary failed"),
+    Field("source_ids", "array", "ids of the episodic entries summarised"),
+    Field("model", "string", "the summarising model"),
+    Field("template_hash", "string", "sha256 of summary.j2"),
+    Field("timeout", "boolean", "the summary call hit the token limit"),
+    Field("error", "string|null", "why the summary call failed; null when it answered"),
+    Field("run_id", "string", "the run that wrote it"),
+    Field("request_hash", "string", "request_hash of the summary call"),
+)
+
+MANIFEST = (
+    Field("log_version", "integer", "version of this contract (1)", analysis=True),
+    Field("run_id", "string", "the run's id"),
+    Field("status", "string", "running, or complete once every stage finished", analysis=True),
+    Field("started", "string", "when the run first started, UTC (the later of two runs of one experiment wins)",
+          analysis=True),
+    Field("finished", "string|null", "when it completed; null while running or after a crash"),
+    Field("resumed", "string|null", "when it was last resumed; null if never"),
+    Field("config", "object", "the run's settings (table config below)", analysis=True),
+    Field("probe", "object|null", "{name: suggestibility, attribution} or {name: consistency, repeats, split}; "
+          "null for a plain run", analysis=True),
+    Field("ablation", "object|null", "{name: k | parts | train_size, value}; null when none", analysis=True),
+    Field("dataset", "object", "the data (table dataset below)", analysis=True),
+    Field("templates", "object", "template file name -> sha256 of every prompt template"),
+    Field("versions", "object", "package name -> installed version (null when absent)"),
+    Field("local_model", "object|null", "the embedded model's weights and bounds; null for other models"),
+    Field("deployments", "array", "several endpoints: [{model, api_base}]", required=False),
+    Field("routing_strategy", "string", "several endpoints: the router's strategy", required=False),
+)
+
+CONFIG = (
+    Field("dataset", "string", "the dataset's name"),
+    Field("model", "string", "the model (litellm name)", analysis=True),
+    Field("strategies", "array", "the test strategies run (grows when a run adds strategies)"),
+    Field("k", "integer", "episodic examples per prompt"),
+    Field("parts", "string", "critique fields shown in examples: full, local or global"),
+    Field("limit", "integer|null", "items per split kept; null for all"),
+    Field("seed", "integer", "seed of every random choice"),
+    Field("max_tokens", "integer", "output token limit per call"),
+    Field("temperature", "number", "sampling temperature"),
+    Field("reasoning_effort", "string|null", "low, medium, high, or null"),
+    Field("api_base", "string|null", "the endpoint, when not the provider's default"),
+    Field("concurrency", "integer", "calls in flight"),
+    Field("encoder", "string", "the sentence encoder of retrieval"),
+    Field("use_cache", "boolean", "the response cache was used"),
+    Field("data_dir", "string|null", "where datasets were read from"),
+    Field("cache_dir", "string|null", "where the response cache lives"),
+    Field("timeout", "number", "seconds per attempt at a call"),
+    Field("num_retries", "integer", "retries per call"),
+    Field("train_fraction", "number|null", "train-size ablation: the share of train kept"),
+    Field("endpoint_id", "string|null", "the name the endpoint's responses are cached under (null: its URL)",
+          required=False),
+    Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "
+          "reasoning model (the analysis also detects reasoning_tokens > 0)", analysis=True, required=False),
+)
+
+DATASET = (
+    Field("name", "string", "the dataset's name", analysis=True),
+    Field("path", "string", "where it was read from"),
+    Field("checksum", "string", "sha256 of its files"),
+    Field("kind", "string", "single (one pool) or preference (one pool per user)", analysis=True),
+    Field("answer_space", "array", "the valid answers"),
+    Field("users", "array", "the users (preference data)"),
+    Field("n_train", "integer", "train items used"),
+    Field("n_test", "integer", "test items used"),
+)
+
+KINDS = {"call": CALL, "prediction": PREDICTION, "memory_entry": MEMORY_ENTRY, "semantic": SEMANTIC,
+         "manifest": MANIFEST, "config": CONFIG, "dataset": DATASET}
+_NESTED = {("manifest", "config"): "config", ("manifest", "dataset"): "dataset"}
+
+
+def fields(kind: str) -> tuple[Field, ...]:
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise ValueError(f"unknown record kind {kind!r}; known: {', '.join(KINDS)}") from None
+
+
+def check(kind: str, record: dict) -> dict:
+    """``record`` itself; ValueError when it lacks a required field or has an unknown one."""
+    defined = fields(kind)
+    names = {f.name for f in defined}
+    missing = [f.name for f in defined if f.required and f.name not in record]
+    unknown = sorted(set(record) - names)
+    if missing or unknown:
+        raise ValueError(f"{kind} record: " + "; ".join(
+            part for part in (missing and f"missing {', '.join(missing)}",
+                              unknown and f"unknown {', '.join(unknown)}") if part))
+    return record
+
+
+def make(kind: str, /, **values) -> dict:
+    """A record of ``kind`` from its fields (ValueError on a missing or unknown one)."""
+    return check(kind, values)
+
+
+def _type(text: str) -> dict:
+    parts = text.split("|")
+    return {"type": parts[0] if len(parts) == 1 else parts}
+
+
+def json_schema(kind: str, nested: bool = True) -> dict:
+    """A JSON Schema (draft 2020-12) of one record of ``kind``."""
+    props = {}
+    for f in fields(kind):
+        sub = _NESTED.get((kind, f.name))
+        props[f.name] = json_schema(sub, nested=False) if sub else {**_type(f.type), "description": f.meaning}
+    schema = {"type": "object", "properties": props,
+              "required": [f.name for f in fields(kind) if f.required], "additionalProperties": False}
+    if nested:
+        schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": f"critique {kind} record",
+                  **schema}
+    return schema
+
+
+def markdown_table(kind: str) -> str:
+    """The fields of ``kind`` as a Markdown table (docs/run-directory.md holds each one)."""
+    rows = ["| field | type | required | analysis | meaning |", "|---|---|---|---|---|"]
+    for f in fields(kind):
+        rows.append(f"| `{f.name}` | {f.type} | {'yes' if f.required else 'no'} | "
+                    f"{'yes' if f.analysis else ''} | {f.meaning} |")
+    return "\n".join(rows)

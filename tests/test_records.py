@@ -1,0 +1,114 @@
+"""The run-directory contract (critique.base.records): real records of the runner, the
+probes and the synthetic generator all validate against its JSON Schemas, records.make
+refuses a record that differs from the definition, and docs/run-directory.md holds its tables."""
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from critique.analysis import synthetic
+from critique.base import records
+from critique.base import rundir
+from critique.cli import main
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "run-directory.md"
+
+
+def validate(kind, record):
+    jsonschema.Draft202012Validator(records.json_schema(kind)).validate(record)
+
+
+def test_schemas_are_valid_draft_2020_12():
+    for kind in records.KINDS:
+        jsonschema.Draft202012Validator.check_schema(records.json_schema(kind))
+
+
+def test_a_real_run_matches_the_contract(home, fake_llm):
+    out = home / "run"
+    assert main(["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "4", "--k", "2",
+                 "--out", str(out), "--quiet"]) == 0
+    data = rundir.read_run(out)
+    validate("manifest", data["manifest"])
+    assert data["calls"] and data["predictions"]
+    for call in data["calls"]:
+        validate("call", call)
+    for prediction in data["predictions"]:
+        validate("prediction", prediction)
+    entries = rundir.read_jsonl(out / rundir.MEMORY / "episodic.jsonl")
+    assert entries
+    for entry in entries:
+        validate("memory_entry", entry)
+    pools = json.loads((out / rundir.MEMORY / "semantic.json").read_text(encoding="utf-8"))
+    assert pools
+    for pool in pools.values():
+        validate("semantic", pool)
+
+
+def test_probe_runs_match_the_contract(home, fake_llm):
+    for argv in (["suggestibility"], ["consistency", "--repeats", "2"]):
+        out = home / argv[0]
+        assert main(["probe", *argv, "--dataset", "mcr-gen", "--model", "fake/m", "--limit", "2",
+                     "--out", str(out), "--quiet"]) == 0
+        data = rundir.read_run(out)
+        validate("manifest", data["manifest"])
+        for call in data["calls"]:
+            validate("call", call)
+        probe_fields = set()
+        for prediction in data["predictions"]:
+            validate("prediction", prediction)
+            probe_fields |= set(prediction)
+        assert ({"argued", "followed"} if argv[0] == "suggestibility" else {"split", "repeat"}) <= probe_fields
+
+
+def test_synthetic_records_match_the_contract(tmp_path):
+    validate("manifest", synthetic.manifest("m", "d"))
+    validate("manifest", synthetic.manifest("m", "d", reasoning_model=True))
+    validate("call", synthetic.call("test", "zero_shot"))
+    validate("prediction", synthetic.prediction("test", "zero_shot", "t0", True))
+    runs = synthetic.generate_study(tmp_path, models=1, users=2, n_single=2, per_user=2)
+    for path in runs:
+        data = rundir.read_run(path)
+        validate("manifest", data["manifest"])
+        for call in data["calls"]:
+            validate("call", call)
+            assert call["template"] in synthetic.TEMPLATES
+        for prediction in data["predictions"]:
+            validate("prediction", prediction)
+        config = data["manifest"]["config"]
+        assert "reasoning_model" not in config and config["parts"] == "full"
+        ablation = data["manifest"]["ablation"] or {}
+        assert ablation.get("name") != "parts" or ablation["value"] in ("local", "global", "full")
+
+
+def test_make_refuses_a_missing_or_unknown_field():
+    good = synthetic.prediction("test", "zero_shot", "t0", True)
+    assert records.make("prediction", **good) == good
+    missing = {k: v for k, v in good.items() if k != "correct"}
+    with pytest.raises(ValueError, match="missing correct"):
+        records.make("prediction", **missing)
+    with pytest.raises(ValueError, match="unknown colour"):
+        records.check("prediction", {**good, "colour": "red"})
+    with pytest.raises(ValueError, match="unknown record kind"):
+        records.check("nothing", {})
+    # the schema refuses them too
+    with pytest.raises(jsonschema.ValidationError):
+        validate("prediction", missing)
+    with pytest.raises(jsonschema.ValidationError):
+        validate("prediction", {**good, "colour": "red"})
+
+
+def test_the_config_definition_is_run_config():
+    from dataclasses import fields
+
+    from critique.base.config import RunConfig
+
+    defined = {f.name for f in records.CONFIG} - {"reasoning_model"}  # the one field a third party may add
+    assert defined == {f.name for f in fields(RunConfig)}
+
+
+@pytest.mark.parametrize("kind", list(records.KINDS))
+def test_the_document_holds_each_generated_table(kind):
+    assert records.markdown_table(kind) in DOC.read_text(encoding="utf-8"), \
+        f"docs/run-directory.md is out of date: paste records.markdown_table({kind!r})"

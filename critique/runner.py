@@ -26,10 +26,11 @@ def default_out(config) -> Path:
 
 
 def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, deployments: list[dict] | None = None,
-            routing_strategy: str | None = None, limits=None, needs_test: bool = True):
+            routing_strategy: str | None = None, limits=None, stop=None, needs_test: bool = True):
     """Validate everything that can be checked before any call or write; return an opened Run.
-    ``deployments`` (litellm Router entries), ``routing_strategy`` and ``limits`` (a
-    critique.llm.limits.ProviderLimits) are options of the run's LLM client; ``needs_test``:
+    ``deployments`` (litellm Router entries), ``routing_strategy``, ``limits`` (provider limits
+    shared with other runs, critique.llm.limits) and ``stop`` (a function that says the run must
+    stop) are options of the run's LLM client; ``needs_test``:
     the work answers the test split (the library's fit does not)."""
     from critique.base.errors import RunError, UserError
     from critique.datasets.registry import resolve
@@ -49,7 +50,7 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
         check_model(options)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    run = Run(out, config, dataset, LLM(options, limits=limits), Encoder(config.encoder, cache_dir(config.cache_dir) if config.use_cache else None),
+    run = Run(out, config, dataset, LLM(options, limits=limits, stop=stop), Encoder(config.encoder, cache_dir(config.cache_dir) if config.use_cache else None),
               probe=probe, ablation=ablation, progress=progress)
     try:
         run.open()

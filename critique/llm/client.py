@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from critique.base.config import RunConfig
+from critique.base.errors import Stopped
 from critique.base.paths import cache_dir, set_aside
 from critique.base.rundir import redact, redact_value
 
@@ -114,8 +115,9 @@ def response_format(schema: dict, name: str) -> dict:
 class LLM:
     """One model, called asynchronously with at most ``concurrency`` calls in flight."""
 
-    def __init__(self, config: LLMConfig, limits=None):
-        """``limits``: a critique.llm.limits.ProviderLimits shared with other clients of this process."""
+    def __init__(self, config: LLMConfig, limits=None, stop=None):
+        """``limits``: provider limits shared with other clients (critique.llm.limits); ``stop``: a
+        function that says the run must stop, asked before every attempt (then ``Stopped``)."""
         import diskcache
         import litellm
 
@@ -130,6 +132,7 @@ class LLM:
         self.config = config
         self._router = _router(config) if config.deployments else None
         self._limits = limits
+        self._stop = stop
         self._cache = self._open_cache() if config.use_cache else None
         self._slots: asyncio.Semaphore | None = None
         # the embedded model computes one reply at a time: more calls in flight only queue
@@ -148,6 +151,10 @@ class LLM:
         if endpoint is not None:  # another server under the same model name may answer otherwise
             request["endpoint"] = endpoint
         return request
+
+    def _check_stop(self) -> None:
+        if self._stop is not None and self._stop():
+            raise Stopped(f"{self.config.model}: stopped before a call (the study was interrupted or is gone)")
 
     # ---- the response cache: an unreadable one is set aside and rebuilt, never a traceback ----
     def _open_cache(self):
@@ -195,6 +202,7 @@ class LLM:
             hit = self._cached(key)
             if hit is not None:
                 return LLMResult(**{**hit, "cached": True, "latency_s": 0.0, "retries": 0, "request_hash": key})
+        self._check_stop()
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.concurrency)
         async with self._slots:  # a call queued in this client holds no provider slot
@@ -216,6 +224,7 @@ class LLM:
         self.calls_made += 1
         retries = 0
         while True:
+            self._check_stop()
             try:
                 response = await self._attempt(params)
                 return _result(response, time.monotonic() - started, retries)

@@ -109,6 +109,10 @@ class FaultServer:
         self.log: list[tuple[str, int, str]] = []
         self.auth: set[str] = set()  # Authorization headers received
         self.hangs_cut = 0  # hangs that ended because the client went away, not after hang_s
+        self.in_flight = 0  # requests being answered now (held ones not counted)
+        self.peak = 0  # the most requests answered at once
+        self.models_in_flight: Counter = Counter()
+        self.peak_models = 0  # the most distinct models answered at once
         self.held: Counter = Counter()  # kind of request -> requests held by the gate now
         self._budget: int | None = None  # requests still answered before the gate holds them
         self._hold: frozenset[str] = frozenset()
@@ -186,6 +190,20 @@ class FaultServer:
         generation = self._admit(kind_of(schema))
         if generation is not None:
             await self._wait_open(kind_of(schema), generation)
+        model = str(body.get("model"))
+        with self._lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            self.models_in_flight[model] += 1
+            self.peak_models = max(self.peak_models, sum(1 for n in self.models_in_flight.values() if n))
+        try:
+            return await self._answer(request, body, key, messages, schema)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+                self.models_in_flight[model] -= 1
+
+    async def _answer(self, request, body, key, messages, schema) -> web.StreamResponse:
         with self._lock:
             attempt = self.seen[key]
             self.seen[key] += 1

@@ -3,11 +3,12 @@ loky|dask|ray`` for users with several machines, the output folder then shared),
 its run directories in order through the runner. A cell whose run directories are all
 complete is skipped, and a cell killed at any moment continues where it stopped.
 
-Concurrency: each cell has at most its model's ``concurrency`` calls in flight, and with
-threads all cells of one provider together at most ``[providers] <name> = N``, through one
-``critique.llm.limits.ProviderLimits`` that every cell's LLM client takes as an option.
-Worker processes (loky, dask, ray) cannot share it, so there the provider's limit is split:
-each cell gets ``N // min(jobs, cells of that provider)`` (at least 1).
+Concurrency: each cell has at most its model's ``concurrency`` calls in flight, all cells of
+one provider together at most ``[providers] <name> = N``, and at most ``jobs`` cells run at
+once, on every backend: the limits are shared objects that every cell's LLM client takes as
+an option (threads: in this process; loky, ray: a multiprocessing manager; dask: the
+scheduler; see critique.experiments.study.engines). An interrupted study (Ctrl-C) tells its
+cells to stop and waits until they have; a killed one is noticed by its cells, which stop.
 
 Several endpoints serving the same model (several vLLM servers) are declared under
 ``[[router.model_list]]``; that model's calls then go through one litellm ``Router`` over
@@ -21,11 +22,15 @@ import threading
 import time
 from pathlib import Path
 
+from critique.base.errors import Stopped
+from critique.base.rundir import redact
 from critique.experiments import ablations, probes, reuse
+from critique.experiments.study import engines
 from critique.experiments.study.file import Cell, _error, check, load
-from critique.experiments.study.plan import plan, split_concurrency, task_state
-from critique.llm.limits import ProviderLimits
+from critique.experiments.study.plan import plan, task_state
 from critique.runner import execute_run
+
+STOP_WAIT_S = 120.0  # how long an interrupted study waits for its cells to stop their calls
 
 # ---- running ----------------------------------------------------------------------------------
 _PRINT = threading.Lock()
@@ -72,41 +77,47 @@ def say(text: str) -> None:
         print(text, flush=True)
 
 
-def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None,
-             limits: ProviderLimits | None, shared: SharedLoop | None = None) -> dict:
-    """Every run directory of one cell, in order. Never raises: a failure is reported."""
+def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, shared_objects,
+             loop: SharedLoop | None = None) -> dict:
+    """Every run directory of one cell, in order. Never raises: a failure or a stop is reported.
+    ``shared_objects``: the study's coordinator (critique.experiments.study.engines)."""
     started = time.monotonic()
     head = f"[{cell.index}/{total}] {cell.label}"
     calls, done = 0, []
-    try:
-        pool = reuse.matching_calls([Path(out)], cell.model.name, cell.checksum)
-
-        for task in cell.tasks:
-            if task_state(task) == "complete":
-                continue
-            if task.probe is not None:
-                work = probes.work_for(task.probe)
-            elif task.ablation is not None:
-                work = ablations.execute
-            else:
-                work = lambda run: run.execute()  # noqa: E731
-            fresh = (task.probe or {}).get("name") == "consistency"
-            outcome, logged = execute_run(task.config, task.out, probe=task.probe, ablation=task.ablation,
-                                          reuse=None if fresh else pool, work=work, progress=False,
-                                          runner=shared.run if shared else asyncio.run,
-                                          deployments=cell.model.deployments, routing_strategy=routing_strategy,
-                                          limits=limits)
-            if not fresh:
-                pool.update({k: v for k, v in logged.items() if k not in pool})
-            calls += outcome.calls_made
-            done.append(task.label)
-            say(f"{head}: {task.label} done ({outcome.calls_made} calls, {outcome.seconds:.1f}s)")
-    except Exception as exc:  # noqa: BLE001  (one failed cell does not stop the others)
-        from critique.base.rundir import redact
-
-        message = redact(f"{type(exc).__name__}: {exc}")
-        say(f"{head}: FAILED after {time.monotonic() - started:.1f}s: {message}")
-        return {"cell": cell.index, "label": cell.label, "status": "failed", "calls": calls, "error": message}
+    with shared_objects.running():
+        watchdog = engines.Watchdog(shared_objects)
+        try:
+            pool = reuse.matching_calls([Path(out)], cell.model.name, cell.checksum)
+            for task in cell.tasks:
+                if task_state(task) == "complete":
+                    continue
+                if task.probe is not None:
+                    work = probes.work_for(task.probe)
+                elif task.ablation is not None:
+                    work = ablations.execute
+                else:
+                    work = lambda run: run.execute()  # noqa: E731
+                fresh = (task.probe or {}).get("name") == "consistency"
+                outcome, logged = execute_run(task.config, task.out, probe=task.probe, ablation=task.ablation,
+                                              reuse=None if fresh else pool, work=work, progress=False,
+                                              runner=loop.run if loop else asyncio.run,
+                                              deployments=cell.model.deployments,
+                                              routing_strategy=routing_strategy, limits=shared_objects.limits,
+                                              stop=watchdog)
+                if not fresh:
+                    pool.update({k: v for k, v in logged.items() if k not in pool})
+                calls += outcome.calls_made
+                done.append(task.label)
+                say(f"{head}: {task.label} done ({outcome.calls_made} calls, {outcome.seconds:.1f}s)")
+        except Stopped:
+            say(f"{head}: stopped after {time.monotonic() - started:.1f}s; rerun the study to resume it")
+            return {"cell": cell.index, "label": cell.label, "status": "stopped", "calls": calls, "error": None}
+        except Exception as exc:  # noqa: BLE001  (one failed cell does not stop the others)
+            message = redact(f"{type(exc).__name__}: {exc}")
+            say(f"{head}: FAILED after {time.monotonic() - started:.1f}s: {message}")
+            return {"cell": cell.index, "label": cell.label, "status": "failed", "calls": calls, "error": message}
+        finally:
+            watchdog.close()
     say(f"{head}: complete ({len(done)} run directories written, {calls} calls, "
         f"{time.monotonic() - started:.1f}s)")
     return {"cell": cell.index, "label": cell.label, "status": "done", "calls": calls, "error": None}
@@ -159,28 +170,37 @@ def main(args) -> int:
         if cell not in todo:
             say(f"[{cell.index}/{len(cells)}] {cell.label}: complete, skipped")
     study.out.mkdir(parents=True, exist_ok=True)
-    limits = shared = None
-    if backend == "threading":
-        limits, shared = ProviderLimits(study.providers), SharedLoop()
-    else:
-        split_concurrency(study, todo, jobs)
     keep = _backend(backend, args.scheduler)
-    results = []
+    shared_objects = engines.coordinator(backend, study.providers, jobs, study.out)
+    loop = SharedLoop() if backend == "threading" else None
+    results, pending = [], None
     try:
         with joblib.parallel_config(backend=backend, n_jobs=min(jobs, max(1, len(todo)))):
-            for result in joblib.Parallel(return_as="generator_unordered")(
-                    joblib.delayed(run_cell)(cell, len(cells), str(study.out), study.routing_strategy, limits,
-                                             shared)
-                    for cell in todo):
+            # held in a name: on Ctrl-C the cells are told to stop, and have stopped, before joblib's
+            # clean-up of the generator cancels their tasks (ray gives results as a list only)
+            pending = joblib.Parallel(return_as="list" if backend == "ray" else "generator_unordered")(
+                joblib.delayed(run_cell)(cell, len(cells), str(study.out), study.routing_strategy, shared_objects,
+                                         loop)
+                for cell in todo)
+            for result in pending:
                 results.append(result)
+    except BaseException:  # Ctrl-C, or a backend that failed: the cells stop their calls, then we go
+        shared_objects.request_stop()
+        idle = shared_objects.wait_idle(STOP_WAIT_S)
+        say("study: interrupted; " + ("every cell stopped its calls" if idle else
+                                      f"cells still running after {STOP_WAIT_S:.0f}s")
+            + "; rerun the same command to resume")
+        raise
     finally:
-        if shared is not None:
-            shared.close()
+        pending = None
+        if loop is not None:
+            loop.close()
+        shared_objects.close()
         if keep is not None:
             keep.close()
-    failed = [r for r in results if r["status"] == "failed"]
+    failed = [r for r in results if r["status"] != "done"]
     say(f"study: {len(results) - len(failed)} cells done, {len(cells) - len(todo)} skipped, {len(failed)} failed; "
         f"{sum(r['calls'] for r in results)} LLM calls made. Tables: critique tables {study.out}")
     for r in failed:
-        say(f"  failed: {r['label']}: {r['error']}")
+        say(f"  {r['status']}: {r['label']}" + (f": {r['error']}" if r["error"] else ""))
     return 1 if failed else 0

@@ -6,7 +6,6 @@ cell)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 from critique.base import rundir
 from critique.base.config import RunConfig
@@ -81,17 +80,3 @@ def task_state(task: Task) -> str:
         and manifest.get("ablation") == task.ablation \
         and set(task.config.strategies) <= set(manifest.get("config", {}).get("strategies", []))
     return "complete" if done else "partial"
-
-
-def split_concurrency(study: Study, cells: list[Cell], jobs: int) -> None:
-    """Process backends: each cell gets its share of its provider's limit."""
-    for provider, limit in study.providers.items():
-        mine = [c for c in cells if c.model.provider == provider]
-        if not mine:
-            continue
-        share = max(1, limit // max(1, min(jobs, len(mine))))
-        for cell in mine:
-            for task in cell.tasks:
-                task.config = replace(task.config, concurrency=min(task.config.concurrency, share))
-
-

@@ -1,0 +1,180 @@
+"""Studies on a cluster engine: a real distributed.LocalCluster with worker processes (and
+loky's worker processes) against the counting loopback server. The provider limit holds over
+all processes, at most `jobs` cells run at once, an interrupted or killed study stops its
+workers' calls, and a rerun completes with the records of the threading backend."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from faults.harness import content
+from faults.server import FaultServer
+
+distributed = pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ("openai/m1", "openai/m2", "openai/m3")
+PER_CELL = 3 + 3 + 1 + 3 * 2  # limit 3: initial answers, critiques, summary, two strategies
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """What the study and the workers see: the same data and cache folders, a key."""
+    values = {"CRITIQUE_DATA_DIR": str(tmp_path / "data"), "CRITIQUE_CACHE_DIR": str(tmp_path / "cache"),
+              "OPENAI_API_KEY": "sk-cluster-test-0000", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+              "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return dict(os.environ)
+
+
+@pytest.fixture
+def server():
+    with FaultServer(latency=0.05) as s:
+        yield s
+
+
+@pytest.fixture
+def cluster(env):
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None,
+                                  worker_dashboard_address=None) as c, distributed.Client(c) as client:
+        yield c, client
+
+
+def study_file(folder: Path, server, limit: int = 2, jobs: int = 3, out: str = "out", cache: bool = True) -> Path:
+    models = "".join(f'\n[[models]]\nname = "{m}"\napi_base = "{server.url}"\n' for m in MODELS)
+    path = folder / f"{out}.toml"
+    path.write_text(f'datasets = ["mcr-gen"]\nlimit = 3\nk = 2\nstrategies = ["zero_shot", "EP_CRIT"]\n'
+                    f'concurrency = 4\njobs = {jobs}\nretries = 1\ntimeout = 120\nout = "{out}"\n'
+                    f'use_cache = {str(cache).lower()}\n'
+                    f'\n[providers]\nopenai = {limit}\n{models}')
+    return path
+
+
+def start(path: Path, env: dict, *options: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "critique.cli", "study", str(path), *options], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def finish(proc: subprocess.Popen) -> str:
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    return out
+
+
+def run_dirs(out: Path) -> list[Path]:
+    return sorted(p.parent for p in out.glob("*/manifest.json"))
+
+
+def wait_for(condition, what: str, proc: subprocess.Popen | None = None) -> None:
+    """Wait until ``condition()`` holds (an event the code reports), or the process ended first."""
+    while not condition():
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"the study ended before {what}: {proc.stdout.read()}")
+        time.sleep(0.02)
+
+
+def cells_running(client, out: Path, jobs: int) -> int:
+    from critique.experiments.study.engines import study_id
+
+    return int(distributed.Semaphore(max_leases=jobs, name=f"critique-{study_id(out)}-cells").get_value())
+
+
+def descendants(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        here = todo.pop()
+        for task in Path(f"/proc/{here}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            todo.extend(children)
+            found.update(children)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_dask_workers_keep_the_provider_limit_and_the_jobs_bound(tmp_path, env, server, cluster):
+    _, client = cluster
+    address = client.scheduler.address
+    finish(start(study_file(tmp_path, server, limit=2, jobs=3), env, "--backend", "dask", "--scheduler", address))
+    assert 1 <= server.peak <= 2 and sum(server.seen.values()) == len(MODELS) * PER_CELL
+    server.peak = server.peak_models = 0
+    finish(start(study_file(tmp_path, server, limit=8, jobs=1, out="one", cache=False), env, "--backend", "dask",
+                 "--scheduler", address))
+    assert server.peak_models == 1  # one cell at a time: never two models' calls together
+
+
+def test_loky_workers_keep_the_provider_limit(tmp_path, env, server):
+    finish(start(study_file(tmp_path, server, limit=2, jobs=3), env, "--backend", "loky"))
+    assert 1 <= server.peak <= 2 and sum(server.seen.values()) == len(MODELS) * PER_CELL
+
+
+def test_a_killed_dask_study_stops_its_calls_and_a_rerun_gives_the_threading_records(tmp_path, env, server,
+                                                                                      cluster):
+    _, client = cluster
+    path = study_file(tmp_path, server, limit=2, jobs=3)
+    proc = start(path, env, "--backend", "dask", "--scheduler", client.scheduler.address)
+    wait_for(lambda: sum(server.seen.values()) >= 10, "10 calls", proc)
+    proc.kill()
+    proc.wait()
+    out = tmp_path / "out"
+    wait_for(lambda: cells_running(client, out, 3) == 0, "the cells stopped")  # they saw the heartbeat stop
+    wait_for(lambda: server.in_flight == 0, "the calls in flight ended")
+    executing = lambda: client.run(lambda dask_worker: dask_worker.state.executing_count)  # noqa: E731
+    wait_for(lambda: not any(executing().values()), "the cells' tasks returned")  # nothing can call after this
+    calls = sum(server.seen.values())
+    assert calls < len(MODELS) * PER_CELL
+    finish(start(path, env, "--backend", "dask", "--scheduler", client.scheduler.address))
+    reference = study_file(tmp_path, server, limit=2, jobs=3, out="threads")
+    finish(start(reference, env))
+    mine, theirs = run_dirs(out), run_dirs(tmp_path / "threads")
+    assert [p.name for p in mine] == [p.name for p in theirs] and len(mine) == len(MODELS)
+    for a, b in zip(mine, theirs):
+        assert content(a) == content(b), a.name
+
+
+def test_an_interrupted_dask_study_waits_for_its_cells_and_reruns_at_once(tmp_path, env, server, cluster):
+    _, client = cluster
+    path = study_file(tmp_path, server, limit=2, jobs=3)
+    proc = start(path, env, "--backend", "dask", "--scheduler", client.scheduler.address)
+    wait_for(lambda: sum(server.seen.values()) >= 10, "10 calls", proc)
+    proc.send_signal(signal.SIGINT)
+    printed, _ = proc.communicate(timeout=300)
+    assert proc.returncode != 0 and "every cell stopped its calls" in printed, printed
+    assert cells_running(client, tmp_path / "out", 3) == 0
+    printed = finish(start(path, env, "--backend", "dask", "--scheduler", client.scheduler.address))
+    assert "0 failed" in printed and "being written by another process" not in printed
+
+
+def test_a_killed_loky_study_leaves_no_worker_calling(tmp_path, env, server):
+    proc = start(study_file(tmp_path, server, limit=2, jobs=3), env, "--backend", "loky")
+    wait_for(lambda: sum(server.seen.values()) >= 10, "10 calls", proc)
+    workers = descendants(proc.pid)
+    assert workers
+    proc.kill()
+    proc.wait()
+    wait_for(lambda: not any(alive(p) for p in workers), "the workers exited")  # no orphan left
+    wait_for(lambda: server.in_flight == 0, "the calls in flight ended")
+    assert sum(server.seen.values()) < len(MODELS) * PER_CELL
+
+
+def test_ray_runs_a_study(tmp_path, env, server):
+    pytest.importorskip("ray")
+    finish(start(study_file(tmp_path, server, limit=2, jobs=3), env, "--backend", "ray"))
+    assert 1 <= server.peak <= 2

@@ -10,6 +10,10 @@ rate-limited provider sees fewer calls in flight. Every attempt has a deadline
 comes back with ``error`` set; it never raises. Responses are cached on disk by the hash of everything
 that determines them (model, messages, decoding parameters, schema), shared across runs.
 
+With ``processes`` > 1 (``--call-processes``) each attempt runs in one of that many worker
+processes (critique.llm.workers), for hundreds of calls in flight; the rest of a call (cache,
+slots, retries, redaction) stays here, and the records are the same.
+
 Why not the Router's own retries: for one endpoint the Router buys nothing and costs 2 ms
 of CPU per call at 8 calls in flight, 4 to 8 ms at 32 (up to half the client's CPU; see
 bench/THROUGHPUT.md); its backoff also waits at least half a second plus jitter, and it

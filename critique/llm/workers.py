@@ -109,6 +109,7 @@ class Worker:
             self.proc.kill()
             self.proc.wait()
         self.reader.join(10)
+        self.proc.stdout.close()
 
 
 def _settle(future: asyncio.Future, value) -> None:
@@ -172,10 +173,6 @@ def main() -> None:
     settings = receive(requests)
     if settings is None:
         return
-    import litellm
-
-    litellm.drop_params = True
-    litellm.suppress_debug_info = True
     loop = asyncio.new_event_loop()
     tasks: dict[int, asyncio.Task] = {}
 
@@ -186,6 +183,8 @@ def main() -> None:
             os._exit(0)
 
     async def one(key: int, params: dict) -> None:
+        import litellm
+
         try:
             call = litellm.acompletion(model=settings["model"], api_base=settings["api_base"],
                                        timeout=settings["timeout"], max_retries=0, **params)
@@ -213,9 +212,15 @@ def main() -> None:
                 message = None
             if message is None:  # the run closed the client, or its process died
                 os._exit(0)
-            loop.call_soon_threadsafe(dispatch, message)
+            loop.call_soon_threadsafe(dispatch, message)  # run once the loop runs, after the import below
 
+    # reading starts before the import of litellm (seconds): the run never waits on a full pipe,
+    # and a run that dies meanwhile ends this process at once
     threading.Thread(target=read, name="requests", daemon=True).start()
+    import litellm
+
+    litellm.drop_params = True
+    litellm.suppress_debug_info = True
     loop.run_forever()
 
 

@@ -144,3 +144,29 @@ def test_no_worker_without_two_processes(server, monkeypatch, processes):
     result = asyncio.run(llm.complete([{"role": "user", "content": "one"}], SCHEMA, "a"))
     assert result.error is None and llm._processes is None
     llm.close()
+
+
+def test_a_worker_that_dies_fails_its_attempts_as_retryable_and_is_replaced(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    llm = LLM(LLMConfig(model="openai/fault-model", api_base=server.url, use_cache=False, concurrency=8,
+                        processes=2, num_retries=2, retry_after=0.01))
+    try:
+        assert asyncio.run(llm.complete([{"role": "user", "content": "warm"}], SCHEMA, "a")).error is None
+        first = llm._processes.pids()
+        server.gate(answer=0)  # every request is held: the next calls are in flight in the workers
+
+        async def many():
+            calls = asyncio.gather(*(llm.complete([{"role": "user", "content": f"q{i}"}], SCHEMA, "a")
+                                     for i in range(8)))
+            await asyncio.to_thread(wait_until, lambda: server.holding() >= 8, "8 requests held")
+            os.kill(first[0], signal.SIGKILL)
+            await asyncio.to_thread(wait_until, lambda: server.holding() < 8 or not alive(first[0]), "the kill")
+            server.open()
+            return await calls
+
+        results = asyncio.run(many())
+        assert all(r.error is None and r.text for r in results), [r.error for r in results]
+        assert any(r.retries > 0 for r in results)  # the dead worker's calls were retried elsewhere
+        assert first[0] not in llm._processes.pids() and len(llm._processes.pids()) == 2
+    finally:
+        llm.close()

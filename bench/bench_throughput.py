@@ -2,13 +2,16 @@
 
     .venv/bin/python bench/bench_throughput.py            # C in 1 8 32 64, L = 0.2 s
     .venv/bin/python bench/bench_throughput.py --latency 0.2 --concurrency 1 8 32 64 --repeat 3
+    .venv/bin/python bench/bench_throughput.py --latency 1.0 --concurrency 32 128 256 --call-processes 2
 
 The server (tests/faults/server.py, no faults) runs in its own process and answers every
 call after exactly L seconds, so with C calls in flight the physical limit is C / L calls per
 second. For each C the script opens a fresh run (the real `critique run` code path: Run,
 litellm, response cache, JSON-lines logs) on a generated dataset of 16 * C test items
 (at least 64), runs the train stage untimed, then times the test stage of `zero_shot`
-(one call per item) and reports achieved / limit, and the client's CPU time per call.
+(one call per item) and reports achieved / limit, and the client's CPU time per call: the
+run's process, plus its call processes with ``--call-processes N`` (each column separately),
+and the server's.
 
 It then times two reruns that make no call, per 1,000 items: resuming the finished run
 directory (everything is in the logs), and the same run in a new directory with a warm
@@ -76,34 +79,48 @@ class Server:
         self.proc.wait()
 
 
-def config(data: Path, url: str, concurrency: int, cache: Path, limit: int):
+def config(data: Path, url: str, concurrency: int, cache: Path, limit: int, processes: int = 0):
     from critique.base.config import RunConfig
 
     return RunConfig(dataset=str(data), model="openai/bench-model", strategies=["zero_shot"], k=3, limit=limit,
-                     api_base=url, concurrency=concurrency, cache_dir=str(cache), timeout=60, num_retries=0)
+                     api_base=url, concurrency=concurrency, cache_dir=str(cache), timeout=60, num_retries=0,
+                     call_processes=processes)
 
 
-def one(data: Path, server: Server, work: Path, concurrency: int, latency: float, embeddings: Path) -> dict:
+def cpu_of(pids) -> float:
+    """CPU seconds (user + system) the processes have used so far."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def one(data: Path, server: Server, work: Path, concurrency: int, latency: float, embeddings: Path,
+        processes: int = 0) -> dict:
     from critique.runner import prepare
 
     n = max(64, 16 * concurrency)
     cache = work / f"cache-c{concurrency}"
     cache.mkdir(parents=True)
     shutil.copy(embeddings, cache / embeddings.name)
-    cfg = config(data, server.url, concurrency, cache, n)
+    cfg = config(data, server.url, concurrency, cache, n, processes)
     out = work / f"run-c{concurrency}"
     run = prepare(cfg, out, progress=False)
     before = None
     try:
         async def go():
             nonlocal before
-            await run.train_stage()
+            await run.train_stage()  # starts the call processes, if any (untimed)
             before = server.requests()
+            workers = run.llm._processes.pids() if run.llm._processes is not None else []
             wall, cpu = time.perf_counter(), time.process_time()
+            others = (cpu_of(workers), cpu_of([server.proc.pid]))
             await run.test_stage()
-            return time.perf_counter() - wall, time.process_time() - cpu
+            others = (cpu_of(workers) - others[0], cpu_of([server.proc.pid]) - others[1])
+            return time.perf_counter() - wall, time.process_time() - cpu, *others
 
-        wall, cpu = asyncio.run(go())
+        wall, cpu, workers_cpu, server_cpu = asyncio.run(go())
     finally:
         run.close(True)
         run.llm.close()
@@ -132,6 +149,7 @@ def one(data: Path, server: Server, work: Path, concurrency: int, latency: float
     assert fresh.llm.calls_made == 0 and server.requests() - before == n
     return {"C": concurrency, "items": n, "seconds": wall, "achieved": achieved, "limit": limit,
             "ratio": achieved / limit, "cpu_ms_per_call": 1000 * cpu / n,
+            "workers_cpu_ms_per_call": 1000 * workers_cpu / n, "server_cpu_ms_per_call": 1000 * server_cpu / n,
             "resume_s_per_1000": 1000 * resume / items, "cache_s_per_1000": 1000 * from_cache / items}
 
 
@@ -140,12 +158,17 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2, help="seconds per call at the server (default 0.2)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
     parser.add_argument("--repeat", type=int, default=1, help="runs per C; the median is reported")
+    parser.add_argument("--call-processes", type=int, default=0,
+                        help="worker processes that make the calls (the run option; default 0: the run's own)")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--embeddings", help="a folder that keeps the questions' embeddings between invocations "
+                                             "(the dataset is the same for the same largest C); untimed either way")
     args = parser.parse_args()
 
     from critique.base.config import DEFAULT_ENCODER
     from critique.engine.memory.embed import Encoder
 
+    load_start = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
     server = Server(args.latency)
     try:
@@ -154,38 +177,43 @@ def main() -> int:
         from critique.datasets.splits import load_dataset
 
         dataset = load_dataset(data)
-        warm = work / "warm"
+        warm = Path(args.embeddings) if args.embeddings else work / "warm"
         print(f"embedding {len(dataset.train) + len(dataset.test)} questions once (untimed) ...", flush=True)
         Encoder(DEFAULT_ENCODER, warm).encode([i.question for i in dataset.train + dataset.test])
         load = os.getloadavg()
         rows = []
         for c in args.concurrency:
-            runs = [one(data, server, work / f"r{r}", c, args.latency, warm / "embeddings.sqlite")
-                    for r in range(args.repeat)]
+            runs = [one(data, server, work / f"r{r}", c, args.latency, warm / "embeddings.sqlite",
+                        args.call_processes) for r in range(args.repeat)]
             row = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             rows.append(row)
             print(f"C={c:>3}: {row['items']:>5.0f} calls in {row['seconds']:6.2f} s = {row['achieved']:6.1f}/s, "
                   f"limit {row['limit']:5.0f}/s, achieved/limit {row['ratio']:.2f}, "
-                  f"client CPU {row['cpu_ms_per_call']:.1f} ms/call", flush=True)
+                  f"client CPU {row['cpu_ms_per_call']:.1f} ms/call (+ call processes "
+                  f"{row['workers_cpu_ms_per_call']:.1f}), server CPU {row['server_cpu_ms_per_call']:.1f}", flush=True)
         load_after = os.getloadavg()
     finally:
         server.close()
         shutil.rmtree(work, ignore_errors=True)
 
     print(f"\nmachine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"load average {load[0]:.1f} before, {load_after[0]:.1f} after; L = {args.latency} s\n")
-    print("| C | items | limit (calls/s) | achieved (calls/s) | achieved / limit | client CPU per call (ms) |")
-    print("|---:|---:|---:|---:|---:|---:|")
+          f"load average {load_start[0]:.1f} at the start, {load[0]:.1f} before the timed runs (after the "
+          f"untimed embedding), {load_after[0]:.1f} after; L = {args.latency} s; "
+          f"call processes {args.call_processes}\n")
+    print("| C | items | limit (calls/s) | achieved (calls/s) | achieved / limit | client CPU per call (ms) "
+          "| call processes' CPU per call (ms) | server CPU per call (ms) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['C']} | {r['items']:.0f} | {r['limit']:.0f} | {r['achieved']:.1f} | {r['ratio']:.2f} "
-              f"| {r['cpu_ms_per_call']:.1f} |")
+              f"| {r['cpu_ms_per_call']:.1f} | {r['workers_cpu_ms_per_call']:.1f} | {r['server_cpu_ms_per_call']:.1f} |")
     print("\nRerun with zero calls, seconds per 1,000 items (train + test items of the run):\n")
     print("| C | resume the finished run directory | new run directory, warm response cache |")
     print("|---:|---:|---:|")
     for r in rows:
         print(f"| {r['C']} | {r['resume_s_per_1000']:.2f} | {r['cache_s_per_1000']:.2f} |")
     if args.json:
-        Path(args.json).write_text(json.dumps({"latency": args.latency, "load": [load, load_after], "rows": rows},
+        Path(args.json).write_text(json.dumps({"latency": args.latency, "call_processes": args.call_processes,
+                                               "load": [load_start, load, load_after], "rows": rows},
                                               indent=2))
     return 0
 

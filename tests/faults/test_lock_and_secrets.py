@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from critique.base import rundir
 from faults.conftest import LIMIT, SECRET
 from faults.harness import duplicates, lines, pkey
@@ -33,7 +35,9 @@ def test_a_second_process_on_the_same_run_directory_is_refused_and_writes_nothin
     assert len(predictions) == 6 * LIMIT and {c["run_id"] for c in calls} == {p["run_id"] for p in predictions}
 
 
-def test_the_api_key_reaches_no_file_of_the_run_and_no_output(runs, server, tmp_path):
+@pytest.mark.parametrize("processes", ["0", "2"])  # the calls made in the run's process, or in two workers
+def test_the_api_key_reaches_no_file_of_the_run_and_no_output(runs, server, tmp_path, processes):
+    runs.options["--call-processes"] = processes
     # 401 echoes the key it was sent in its error message, as some providers do
     server.faults, server.fault_rate, server.seed = ("401", "500", "malformed", "429"), 0.3, 5
     out, cache = tmp_path / "run", runs.cache("cache")

@@ -1,14 +1,16 @@
 """LLM access: litellm only.
 
-Each call is ``litellm.acompletion`` (or, when ``critique.study`` sets ``LLM._router``, a
-litellm ``Router`` over several endpoints), one attempt at a time: this module retries
+Each call is ``litellm.acompletion`` (or, with ``deployments``, a litellm ``Router`` over
+several endpoints), one attempt at a time: this module retries
 what a retry can cure (rate limits, 5xx, timeouts, dropped connections, malformed
 bodies), waiting as the provider's Retry-After says or with exponential backoff, and
 records how many retries a call took. A call waiting for its retry keeps its slot, so a
 rate-limited provider sees fewer calls in flight. Every attempt has a deadline
 (``timeout``), so a hung connection ends in a retried timeout. A call that still fails
-comes back with ``error`` set; it never raises. Responses are cached on disk by the hash of everything
-that determines them (model, messages, decoding parameters, schema), shared across runs.
+comes back with ``error`` set; it never raises (unless told to stop: ``Stopped``). Responses are
+cached on disk by the hash of everything that determines them (model, messages, decoding
+parameters, schema, endpoint), shared across runs. Provider limits shared with other
+clients (``limits``) and a stop signal (``stop``) are options of the client.
 
 With ``processes`` > 1 (``--call-processes``) each attempt runs in one of that many worker
 processes (critique.llm.workers), for hundreds of calls in flight; the rest of a call (cache,

@@ -131,10 +131,15 @@ def test_a_killed_dask_study_stops_its_calls_and_a_rerun_gives_the_threading_rec
     path = study_file(tmp_path, server, limit=2, jobs=3)
     proc = start(path, env, "--backend", "dask", "--scheduler", client.scheduler.address)
     wait_for(lambda: sum(server.seen.values()) >= 10, "10 calls", proc)
+    server.gate(answer=0)  # the calls sent from now on wait: the cells cannot finish before they notice
     proc.kill()
     proc.wait()
     out = tmp_path / "out"
-    wait_for(lambda: cells_running(client, out, 3) == 0, "the cells stopped")  # they saw the heartbeat stop
+    from critique.experiments.study.engines import study_id
+
+    distributed.Event(f"critique-{study_id(out)}-noticed").wait()  # a cell saw the heartbeat stop
+    server.open()
+    wait_for(lambda: cells_running(client, out, 3) == 0, "the cells stopped")
     wait_for(lambda: server.in_flight == 0, "the calls in flight ended")
     executing = lambda: client.run(lambda dask_worker: dask_worker.state.executing_count)  # noqa: E731
     wait_for(lambda: not any(executing().values()), "the cells' tasks returned")  # nothing can call after this

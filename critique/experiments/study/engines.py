@@ -52,6 +52,12 @@ class Threads:
     def request_stop(self) -> None:
         self._stop.set()
 
+    def stopped(self, gone: bool) -> None:
+        """In the process of a cell that stopped: nothing to do for threads or dask workers."""
+
+    def noticed(self) -> None:
+        """A cell's watchdog saw the word to stop (from now on that cell sends no call)."""
+
     @contextlib.contextmanager
     def running(self):
         with self._lock:
@@ -112,6 +118,12 @@ class Processes(Threads):
     def running_count(self) -> int:
         return len(self._cells)
 
+    def stopped(self, gone: bool) -> None:
+        """A worker whose study process is gone ends here: it would wait for tasks for good (loky
+        keeps its task pipe open itself), an orphan."""
+        if gone:
+            os._exit(0)
+
     def wait_idle(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while self.running_count() and time.monotonic() < deadline:
@@ -144,6 +156,8 @@ class Dask(Threads):
         self._cells = Semaphore(max_leases=jobs, name=f"{name}-cells")
         self._stop = Event(f"{name}-stop")
         self._stop.clear()  # an interrupted run of the same study set it
+        self._noticed = Event(f"{name}-noticed")  # a cell saw the stop: what a test waits for
+        self._noticed.clear()
         self._alive = Variable(f"{name}-alive")
         self._alive.set(time.time())
         self._beating = threading.Event()
@@ -152,7 +166,7 @@ class Dask(Threads):
         self._seen: tuple[object, float] | None = None
 
     def __getstate__(self) -> dict:
-        return {k: self.__dict__[k] for k in ("limits", "_cells", "_stop", "_alive")}
+        return {k: self.__dict__[k] for k in ("limits", "_cells", "_stop", "_noticed", "_alive")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _seen=None)
@@ -186,6 +200,9 @@ class Dask(Threads):
 
     wait_idle = Processes.wait_idle
 
+    def noticed(self) -> None:
+        self._noticed.set()
+
     def close(self) -> None:
         self._beating.set()
 
@@ -196,6 +213,7 @@ class Watchdog:
 
     def __init__(self, coordinator):
         self._coordinator, self._flag, self._done = coordinator, threading.Event(), threading.Event()
+        self.gone = False  # the study process is gone (not only told to stop)
         self._thread = threading.Thread(target=self._watch, name="critique-cell-watchdog", daemon=True)
         self._thread.start()
 
@@ -205,11 +223,16 @@ class Watchdog:
     def _watch(self) -> None:
         while not self._done.wait(POLL_S):
             try:
-                stop = self._coordinator.stop_requested() or self._coordinator.study_gone()
+                self.gone = self._coordinator.study_gone()
+                stop = self.gone or self._coordinator.stop_requested()
             except Exception:  # noqa: BLE001 - the study's shared objects are unreachable: it is gone
-                stop = True
+                self.gone = stop = True
             if stop:
                 self._flag.set()
+                try:
+                    self._coordinator.noticed()
+                except Exception:  # noqa: BLE001 - only a report
+                    pass
                 return
 
     def close(self) -> None:

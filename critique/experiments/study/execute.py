@@ -111,10 +111,12 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                 say(f"{head}: {task.label} done ({outcome.calls_made} calls, {outcome.seconds:.1f}s)")
         except Stopped:
             say(f"{head}: stopped after {time.monotonic() - started:.1f}s; rerun the study to resume it")
+            shared_objects.stopped(watchdog.gone)
             return {"cell": cell.index, "label": cell.label, "status": "stopped", "calls": calls, "error": None}
         except Exception as exc:  # noqa: BLE001  (one failed cell does not stop the others)
             message = redact(f"{type(exc).__name__}: {exc}")
             say(f"{head}: FAILED after {time.monotonic() - started:.1f}s: {message}")
+            shared_objects.stopped(watchdog.gone)
             return {"cell": cell.index, "label": cell.label, "status": "failed", "calls": calls, "error": message}
         finally:
             watchdog.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from critique.base.config import BOUNDS, DEFAULT_ENCODER, EFFORTS, RunConfig, bound_problem
+from critique.base.config import BOUNDS, EFFORTS, RunConfig, bound_problem
 from critique.base.errors import UserError
 from critique.base.vocab import PARTS, STRATEGIES
 
@@ -48,7 +48,7 @@ def add_run_options(parser: argparse.ArgumentParser, leave_out: tuple[str, ...] 
             continue
         keywords = dict(keywords)
         if field and "default" not in keywords and not keywords.get("required"):
-            keywords["default"] = getattr(RunConfig, field, None) if field != "encoder" else None
+            keywords["default"] = getattr(RunConfig, field, None)
         dest = field if field else flag.lstrip("-").replace("-", "_")
         parser.add_argument(flag, dest=dest, **keywords)
 
@@ -68,5 +68,4 @@ def config_from_args(args, **fixed) -> RunConfig:
         problem = bound_problem(field, values.get(field))
         if problem:
             raise UserError(f"{FLAGS[field]} {problem}")
-    values["encoder"] = values.get("encoder") or DEFAULT_ENCODER
     return RunConfig(**values, use_cache=not getattr(args, "no_cache", False))

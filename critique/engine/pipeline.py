@@ -102,7 +102,7 @@ class Run:
         if old:
             config["strategies"] = list(dict.fromkeys(old["config"]["strategies"] + config["strategies"]))
         d = self.dataset
-        deployments = getattr(self.llm.config, "deployments", None)
+        deployments = self.llm.config.deployments
         routing = {"deployments": [{"model": e["litellm_params"]["model"], "api_base": e["litellm_params"]["api_base"]}
                                    for e in deployments],
                    "routing_strategy": self.llm.config.routing_strategy} if deployments else {}

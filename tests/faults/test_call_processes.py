@@ -44,11 +44,9 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_until(condition, what: str, timeout: float = 120) -> None:
-    """Wait for an event; the timeout only ends a test that would otherwise hang."""
-    deadline = time.monotonic() + timeout
+def wait_until(condition, what: str) -> None:
+    """Wait for an event, however long the machine takes (pytest-timeout ends a test that hangs)."""
     while not condition():
-        assert time.monotonic() < deadline, f"still waiting for {what}"
         time.sleep(0.01)
 
 

@@ -28,7 +28,7 @@ from critique.experiments import ablations, probes, reuse
 from critique.experiments.study import engines
 from critique.experiments.study.file import Cell, _error, check, load
 from critique.experiments.study.plan import plan, task_state
-from critique.runner import execute_run
+from critique.runner import execute, execute_run
 
 STOP_WAIT_S = 120.0  # how long an interrupted study waits for its cells to stop their calls
 
@@ -96,7 +96,7 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                 elif task.ablation is not None:
                     work = ablations.execute
                 else:
-                    work = lambda run: run.execute()  # noqa: E731
+                    work = execute
                 fresh = (task.probe or {}).get("name") == "consistency"
                 outcome, logged = execute_run(task.config, task.out, probe=task.probe, ablation=task.ablation,
                                               reuse=None if fresh else pool, work=work, progress=False,
@@ -201,7 +201,9 @@ def main(args) -> int:
         if keep is not None:
             keep.close()
     failed = [r for r in results if r["status"] != "done"]
-    say(f"study: {len(results) - len(failed)} cells done, {len(cells) - len(todo)} skipped, {len(failed)} failed; "
+    stopped = sum(r["status"] == "stopped" for r in results)  # a stopped cell is no failure: say which
+    say(f"study: {len(results) - len(failed)} cells done, {len(cells) - len(todo)} skipped, "
+        f"{len(failed) - stopped} failed, {stopped} stopped; "
         f"{sum(r['calls'] for r in results)} LLM calls made. Tables: critique tables {study.out}")
     for r in failed:
         say(f"  {r['status']}: {r['label']}" + (f": {r['error']}" if r["error"] else ""))

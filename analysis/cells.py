@@ -3,7 +3,11 @@
 `Cells` is the one shape both inputs produce: `from_logs` (run directories) and
 `analysis.csv_input` (per-cell numbers a user already has): for each kind of cell a list of
 rows (dicts with the columns of COLUMNS; None where a number is missing). Rates are in
-percent. For preference data a rate is computed per user, then averaged over users.
+percent. For preference data a rate is computed per user, then averaged over users. `errors`
+counts the predictions that ended in an error (a failed call, a missing memory): they count
+wrong in every accuracy, and the tables flag their cells. `majority` is the accuracy of always
+giving the most frequent gold label of the train split (of the test split when no train
+prediction was read), per user for preference data.
 """
 
 from __future__ import annotations
@@ -14,15 +18,17 @@ from dataclasses import dataclass
 from critique.analysis import tally
 from critique.base import vocab
 from critique.analysis.load import Logs
+from critique.analysis.read import model_label
 
 COLUMNS = {
-    "accuracy": ["model", "dataset", "strategy", "accuracy", "timeout_rate", "parse_fail_rate", "n"],
-    "train": ["model", "dataset", "timeout_rate", "parse_fail_rate", "n"],
-    "per_user": ["model", "dataset", "strategy", "user", "accuracy", "n"],
+    "accuracy": ["model", "dataset", "strategy", "accuracy", "timeout_rate", "parse_fail_rate", "error_rate", "n",
+                 "errors", "majority"],
+    "train": ["model", "dataset", "timeout_rate", "parse_fail_rate", "error_rate", "n", "errors"],
+    "per_user": ["model", "dataset", "strategy", "user", "accuracy", "n", "errors"],
     "tokens": ["model", "dataset", "strategy", "tokens_per_question", "reasoning"],
     "costs": ["model", "dataset", "init_tokens", "critique_tokens", "summary_tokens"],
-    "suggestibility": ["model", "dataset", "attribution", "acc_truth", "acc_lying", "n"],
-    "ablations": ["ablation", "model", "dataset", "strategy", "value", "accuracy", "n"],
+    "suggestibility": ["model", "dataset", "attribution", "acc_truth", "acc_lying", "n", "errors"],
+    "ablations": ["ablation", "model", "dataset", "strategy", "value", "accuracy", "n", "errors"],
 }
 COST_STAGES = {vocab.TRAIN: "init_tokens", vocab.CRITIQUE: "critique_tokens", vocab.SUMMARY: "summary_tokens"}
 
@@ -85,9 +91,10 @@ def rates(groups: Groups, keys: list[str], order=key_order) -> list[dict]:
         users = list(groups[key].values())
         row = dict(zip(keys, key))
         for column, slot in (("accuracy", tally.CORRECT), ("timeout_rate", tally.TIMEOUT),
-                             ("parse_fail_rate", tally.PARSE_FAILED)):
+                             ("parse_fail_rate", tally.PARSE_FAILED), ("error_rate", tally.ERRORS)):
             row[column] = mean([t[slot] / t[tally.RECORDS] * 100.0 for t in users])
         row["n"] = sum(t[tally.RECORDS] for t in users)
+        row["errors"] = sum(t[tally.ERRORS] for t in users)
         row["users"] = len(users)
         rows.append(row)
     return rows
@@ -99,10 +106,10 @@ def _pick(rows: list[dict], name: str) -> list[dict]:
 
 def reasoning_models(logs: Logs) -> set[str]:
     """Models whose calls report reasoning tokens, or whose runs declare them reasoning models."""
-    found = {m["model"] for m in logs.runs if m["reasoning_declared"] is True}
+    found = {model_label(m) for m in logs.runs if m["reasoning_declared"] is True}
     for experiment in logs.experiments:
         if any(t[tally.REASONING] for part in (experiment.predictions, experiment.calls) for t in part.values()):
-            found.add(experiment.meta["model"])
+            found.add(model_label(experiment.meta))
     return found
 
 
@@ -137,6 +144,33 @@ def _costs(offline: dict) -> list[dict]:
     return rows
 
 
+def _most_frequent(gold: dict):
+    return max(sorted(gold, key=name_key), key=lambda label: gold[label]) if gold else None
+
+
+def majority(accuracy: Groups, train: Groups) -> dict[tuple, float]:
+    """(model, dataset) -> accuracy (%) of always giving the train split's most frequent gold label
+    (ties: the first label in sorted order; the test split's when no train prediction was read):
+    per user, then the mean over users."""
+    test: dict[tuple, dict] = {}  # point -> user -> gold counts of the strategy with the most records
+    for (model, dataset, _), users in accuracy.items():
+        for user, counts in users.items():
+            have = test.setdefault((model, dataset), {}).get(user)
+            if have is None or counts[tally.RECORDS] > have[tally.RECORDS]:
+                test[(model, dataset)][user] = counts
+    out = {}
+    for point, users in test.items():
+        rates_ = []
+        for user, counts in users.items():
+            gold, total = counts[tally.GOLD], sum(counts[tally.GOLD].values())
+            label = _most_frequent((train.get(point, {}).get(user) or tally.new())[tally.GOLD] or gold)
+            if total:
+                rates_.append(gold.get(label, 0) / total * 100.0)
+        if rates_:
+            out[point] = mean(rates_)
+    return out
+
+
 def _suggestibility(groups: Groups) -> list[dict]:
     cells = {}
     for row in rates(groups, ["model", "dataset", "attribution", "strategy"]):
@@ -146,7 +180,8 @@ def _suggestibility(groups: Groups) -> list[dict]:
     for (model, dataset, attribution), by_strategy in cells.items():
         truth, lying = by_strategy.get(vocab.TRUTH) or {}, by_strategy.get(vocab.LYING) or {}
         rows.append({"model": model, "dataset": dataset, "attribution": attribution,
-                     "acc_truth": truth.get("accuracy"), "acc_lying": lying.get("accuracy"), "n": truth.get("n")})
+                     "acc_truth": truth.get("accuracy"), "acc_lying": lying.get("accuracy"), "n": truth.get("n"),
+                     "errors": truth.get("errors", 0) + lying.get("errors", 0)})
     return rows
 
 
@@ -156,7 +191,7 @@ def from_logs(logs: Logs) -> Cells:
     ablations: dict[str, Groups] = {}
     for experiment in logs.experiments:
         meta = experiment.meta
-        point = (meta["model"], meta["dataset"])
+        point = (model_label(meta), meta["dataset"])
         plain, ablation = experiment.plain, meta["ablation"]
         for (stage, strategy, user), counts in experiment.predictions.items():
             if plain and stage == vocab.TEST and strategy is not None:
@@ -180,8 +215,11 @@ def from_logs(logs: Logs) -> Cells:
         rows = rates(ablations[name], ["model", "dataset", "strategy", "value"],
                      lambda key: (*key_order(key[:-1]), value_key(key[-1])))
         ablation_rows += _pick([{**row, "ablation": name} for row in rows], "ablations")
+    baseline = majority(accuracy, train)
+    accuracy_rows = [{**row, "majority": baseline.get((row["model"], row["dataset"]))}
+                     for row in rates(accuracy, ["model", "dataset", "strategy"])]
     return Cells(
-        accuracy=_pick(rates(accuracy, ["model", "dataset", "strategy"]), "accuracy"),
+        accuracy=_pick(accuracy_rows, "accuracy"),
         train=_pick(rates(train, ["model", "dataset"]), "train"),
         per_user=_pick(rates(per_user, ["model", "dataset", "strategy", "user"]), "per_user"),
         tokens=_tokens(accuracy, reasoning_models(logs)),

@@ -72,14 +72,15 @@ def _user_error(message: str) -> Exception:
 
 
 def _logs_heading(logs) -> str:
-    from critique.analysis.read import plain
+    from critique.analysis.read import model_label, plain
 
     runs = logs.runs
-    points = {(r["model"], r["dataset"]) for r in runs if plain(r)}
-    return (f"From {len(runs)} run director{'y' if len(runs) == 1 else 'ies'}: {len({r['model'] for r in runs})} "
-            f"models, {len({r['dataset'] for r in runs})} datasets, {len(points)} (model, dataset) points with plain "
-            f"runs; {logs.records('predictions'):,} predictions, {logs.records('calls'):,} critique and summary "
-            "calls.")
+    points = {(model_label(r), r["dataset"]) for r in runs if plain(r)}
+    models, datasets = len({r["model"] for r in runs}), len({r["dataset"] for r in runs})
+    return (f"From {len(runs)} run director{'y' if len(runs) == 1 else 'ies'} (listed under Inputs): {models} "
+            f"model{'' if models == 1 else 's'}, {datasets} dataset{'' if datasets == 1 else 's'}, {len(points)} "
+            f"(model, dataset) point{'' if len(points) == 1 else 's'} with plain runs; "
+            f"{logs.records('predictions'):,} predictions, {logs.records('calls'):,} critique and summary calls.")
 
 
 def analyse(args) -> Analysis:
@@ -118,6 +119,9 @@ def analyse(args) -> Analysis:
     if not logs.runs:
         raise _user_error("no readable run directory among the inputs: " + "; ".join(errors))
     result = tables.build(cells_mod.from_logs(logs))
+    from critique.analysis.read import describe
+
+    inputs["experiments"] = describe(logs.runs)
     analysis = Analysis(result, _logs_heading(logs), inputs, problems=problems, errors=errors)
     if csv_result is not None:
         analysis.published = csv_result
@@ -149,7 +153,8 @@ def run_tables(args) -> int:
             text = render.to_json(analysis.result, analysis.inputs, analysis.problems, analysis.errors,
                                   analysis.published, analysis.extra)
         else:
-            text = render.markdown(analysis.result, analysis.heading, analysis.extra)
+            text = render.markdown(analysis.result, analysis.heading, analysis.extra,
+                                   analysis.inputs.get("experiments"))
     finally:
         stats.stop_helper()  # no helper process outlives the command (a library caller's process goes on)
     write(text, args.output)

@@ -16,13 +16,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import hashlib
+
 from critique.base import rundir
 from critique.analysis import tally
 from critique.base import vocab
+from critique.base.config import IDENTITY
 from critique.analysis.jsonl import scan
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
-                     "completion_tokens", "reasoning_tokens", "error")  # the order analysis.tally reads
+                     "completion_tokens", "reasoning_tokens", "error", "gold")  # the order analysis.tally reads
+# What an experiment is, besides its model, dataset, probe and ablation: the run settings that
+# make a run directory one run (critique.base.config.IDENTITY), the data and the prompt templates.
+SETTINGS = tuple(k for k in IDENTITY if k != "model") + ("data", "templates")
 # A prediction carries the tokens of the call that answered it, so only the calls without a
 # prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
 CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error")
@@ -66,6 +72,10 @@ def run_meta(path: Path, manifest: dict) -> dict:
     probe = manifest.get("probe") or {}
     ablation = manifest.get("ablation") or {}
     value = ablation.get("value")
+    templates = {str(k): str(v) for k, v in (manifest.get("templates") or {}).items()}
+    settings = {k: config.get(k) for k in SETTINGS[:-2]}
+    settings["data"] = str(dataset.get("checksum") or "")[:12]
+    settings["templates"] = hashlib.sha256(json.dumps(templates, sort_keys=True).encode()).hexdigest()[:12]
     return {
         "path": str(path),
         "model": str(config["model"]),
@@ -79,7 +89,10 @@ def run_meta(path: Path, manifest: dict) -> dict:
         "status": manifest.get("status"),
         "started": str(manifest.get("started") or ""),
         "log_version": manifest.get("log_version"),
-        "templates": {str(k): str(v) for k, v in (manifest.get("templates") or {}).items()},
+        "templates": templates,
+        "settings": settings,  # what else defines the experiment (SETTINGS)
+        "variant": "",  # the settings that tell it from another experiment of its kind (see label_variants)
+        "learner": manifest.get("learner") is True,  # a Learner's fit: not a study run
     }
 
 
@@ -118,7 +131,14 @@ def _runs_with(digest: str, runs: list[str]) -> str:
 
 
 def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: list[str]) -> list[dict]:
-    """The runs that may be pooled: mixed template hashes are refused unless allowed."""
+    """The runs that may be pooled: mixed template hashes are refused unless allowed; a
+    Learner's folders are not study runs."""
+    learners = [m for m in metas if m["learner"]]
+    if learners:
+        shown = ", ".join(m["path"] for m in learners[:3]) + (", ..." if len(learners) > 3 else "")
+        problems.append(f"{len(learners)} run director{'y is' if len(learners) == 1 else 'ies are'} a "
+                        f"critique.Learner's (no test split), not study runs; left out: {shown}")
+        metas = [m for m in metas if not m["learner"]]
     conflicts = template_conflicts(metas)
     for (model, dataset), why in sorted(conflicts.items()):
         if allow_mixed:
@@ -129,6 +149,8 @@ def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: li
                           "--allow-mixed to pool them anyway)")
     kept = metas if allow_mixed else [m for m in metas if (m["model"], m["dataset"]) not in conflicts]
     for meta in kept:
+        if allow_mixed and (meta["model"], meta["dataset"]) in conflicts:
+            meta["settings"]["templates"] = "pooled"
         if meta["status"] != "complete":
             problems.append(f"{meta['path']}: run status is {meta['status']!r}, not 'complete'; its records so "
                             "far are included")
@@ -163,9 +185,59 @@ def read_records(path: str, plain: bool, shared: bool, with_users: bool,
     return tally.predictions(predictions, plain), tally.calls(calls), problems, []
 
 
-def experiment(meta: dict) -> tuple:
-    """Runs with the same experiment key may hold the same records."""
+def kind(meta: dict) -> tuple:
+    """What an experiment measures: model, dataset, probe and ablation (its settings aside)."""
     return tuple(str(meta[k]) for k in ("model", "dataset", "probe", "attribution", "ablation", "ablation_value"))
+
+
+def experiment(meta: dict) -> tuple:
+    """Runs with the same experiment key may hold the same records: their kind and settings agree."""
+    return (*kind(meta), json.dumps(meta["settings"], sort_keys=True, default=str))
+
+
+def _shown(name: str, value) -> str:
+    return f"{name}={'default' if value is None else value}"
+
+
+def label_variants(metas: list[dict], problems: list[str]) -> None:
+    """Name what differs between experiments of one kind (several settings of one model, dataset,
+    probe and ablation): each gets `variant`, e.g. "k=1, temperature=0.7", and is kept apart
+    (see `model_label`); a problem says which settings differ."""
+    kinds: dict[tuple, dict[str, dict]] = {}
+    for meta in metas:
+        kinds.setdefault(kind(meta), {}).setdefault(experiment(meta)[-1], meta["settings"])
+    for key, variants in kinds.items():
+        if len(variants) < 2:
+            continue
+        differ = [s for s in SETTINGS if len({json.dumps(v.get(s), default=str) for v in variants.values()}) > 1]
+        labels = {digest: ", ".join(_shown(s, v.get(s)) for s in differ) for digest, v in variants.items()}
+        for meta in metas:
+            if kind(meta) == key:
+                meta["variant"] = labels[experiment(meta)[-1]]
+        what = " / ".join(v for v in key if v not in ("None", ""))
+        problems.append(f"{what}: runs with different {', '.join(differ)} are kept apart as {len(variants)} "
+                        f"experiments ({'; '.join(sorted(labels.values()))}); the model column names each")
+
+
+def describe(metas: list[dict]) -> list[dict]:
+    """What was read: each experiment with its settings and its run directories (oldest first)."""
+    out: dict[tuple, dict] = {}
+    for meta in metas:
+        found = out.setdefault(experiment(meta), {
+            "model": meta["model"], "shown_as": model_label(meta), "dataset": meta["dataset"],
+            **{k: meta[k] for k in ("probe", "attribution", "ablation", "ablation_value")},
+            "settings": meta["settings"], "runs": []})
+        found["runs"].append(meta["path"])
+    return list(out.values())
+
+
+def settings_text(settings: dict) -> str:
+    return ", ".join(_shown(k, settings.get(k)) for k in SETTINGS)
+
+
+def model_label(meta: dict) -> str:
+    """The model as the tables show it: with its variant when settings differ (see label_variants)."""
+    return f"{meta['model']} [{meta['variant']}]" if meta["variant"] else meta["model"]
 
 
 def plain(meta: dict) -> bool:
@@ -220,6 +292,7 @@ def start(paths: list[str], allow_mixed: bool = False, workers: int | None = Non
     problems: list[str] = []
     metas = select(read_manifests(find_runs(paths, errors), errors), allow_mixed, errors, problems)
     metas.sort(key=lambda m: (m["started"], m["path"]))  # later runs' records replace earlier ones
+    label_variants(metas, problems)
     pending = Pending(metas, problems, errors)
     work = jobs(metas)
     if workers is None:  # one core is left to the scipy helper (analysis.stats), which loads meanwhile

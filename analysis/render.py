@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from critique.analysis.read import settings_text
 from critique.analysis.tables import Result, Table
 
 FORMATS = {
@@ -80,9 +81,28 @@ def _pts(value) -> str:
     return "-" if value is None else f"{value:+.2f} points"
 
 
-def markdown(result: Result, heading: str, extra: list[Table] | None = None) -> str:
-    parts = [f"# Study tables\n\n{heading}"]
-    for table in [*result.tables, *(extra or [])]:
+def _what(experiment: dict) -> str:
+    if experiment["probe"] is not None:
+        by = f" (attributed to {experiment['attribution']})" if experiment["attribution"] else ""
+        return f"probe {experiment['probe']}{by}"
+    if experiment["ablation"] is not None:
+        return f"ablation {experiment['ablation']} = {experiment['ablation_value']}"
+    return "plain run"
+
+
+def inputs_table(experiments: list[dict]) -> Table:
+    """What was read: one row per experiment, its settings and its run directories."""
+    columns = ["model", "dataset", "experiment", "settings", "run directories"]
+    rows = [dict(zip(columns, [e["shown_as"], e["dataset"], _what(e), settings_text(e["settings"]),
+                               " ".join(e["runs"])])) for e in experiments]
+    note = ("an experiment is its model, dataset, probe or ablation and these settings; runs of one experiment are "
+            "pooled (a later run's record of an item replaces an earlier one's), runs of different experiments never")
+    return Table("inputs", "Inputs: the experiments read", columns, rows, note=note)
+
+
+def _markdown_tables(tables: list[Table]) -> list[str]:
+    parts = []
+    for table in tables:
         parts.append(f"## {table.title}")
         if table.skipped:
             parts.append(f"Skipped: {table.skipped}.")
@@ -90,7 +110,15 @@ def markdown(result: Result, heading: str, extra: list[Table] | None = None) -> 
         parts.append(markdown_table(table))
         if table.note:
             parts.append(f"_{table.note}._")
-    parts.append("## Headline claims\n\n" + "\n".join(claim_lines(result)))
+    return parts
+
+
+def markdown(result: Result, heading: str, extra: list[Table] | None = None,
+             experiments: list[dict] | None = None) -> str:
+    parts = [f"# Study tables\n\n{heading}", *_markdown_tables([*result.tables, *(extra or [])]),
+             "## Headline claims\n\n" + "\n".join(claim_lines(result))]
+    if experiments:
+        parts += _markdown_tables([inputs_table(experiments)])
     return "\n\n".join(parts) + "\n"
 
 

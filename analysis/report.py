@@ -153,7 +153,9 @@ def table_html(table: Table) -> str:
     return "".join(parts)
 
 
-def html_page(result: Result, heading: str, extra: list[Table], problems: list[str], errors: list[str]) -> str:
+def html_page(result: Result, heading: str, extra: list[Table], problems: list[str], errors: list[str],
+              experiments: list[dict] | None = None) -> str:
+    inputs = [render.inputs_table(experiments)] if experiments else []
     body = [f"<h1>Study report</h1><p>{html.escape(heading)}</p>", "<h2>Headline claims</h2><ul>"]
     body += [f"<li><b>{name}</b> {html.escape(text)}</li>" for name, text in render.claim_texts(result)]
     body.append("</ul>")
@@ -162,7 +164,7 @@ def html_page(result: Result, heading: str, extra: list[Table], problems: list[s
         body.append(f"<h2>{html.escape(title)}</h2>")
         body.append(f'<img alt="{html.escape(title)}" src="{data_uri(figure)}">' if figure is not None
                     else f'<p class="skip">Plot skipped: {html.escape(why)}.</p>')
-    body += [table_html(t) for t in [*result.tables, *extra]]
+    body += [table_html(t) for t in [*result.tables, *extra, *inputs]]
     if problems or errors:
         body.append("<h2>Input problems</h2><ul>" + "".join(
             f"<li>{html.escape(line)}</li>" for line in [*errors, *problems]) + "</ul>")
@@ -172,4 +174,5 @@ def html_page(result: Result, heading: str, extra: list[Table], problems: list[s
 
 def html_report(analysis) -> str:
     """The report of an `analysis.cli.Analysis`."""
-    return html_page(analysis.result, analysis.heading, analysis.extra, analysis.problems, analysis.errors)
+    return html_page(analysis.result, analysis.heading, analysis.extra, analysis.problems, analysis.errors,
+                     analysis.inputs.get("experiments"))

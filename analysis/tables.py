@@ -6,43 +6,16 @@ view for reading, or `skipped` with one line saying why the inputs cannot fill i
 
 from __future__ import annotations
 
-import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from critique.base import vocab
 from critique.analysis.cells import COST_STAGES, Cells, mean, name_key, value_key
 from critique.analysis.stats import paired_summary, spearman
+from critique.analysis.tabular import (ERROR_NOTE, TITLES, Table, flagged, n_view, plain_value, records, skip,
+                                       sort_strategies, strategy_order, with_errors, wide_view)
 
-TITLES = {
-    "table1": "Table 1. Accuracy (%) per model x dataset x strategy",
-    "table2": "Table 2. Gain (points) of each critique strategy over each baseline, pooled over (model, dataset)",
-    "table3": "Table 3. Output tokens per test question (reasoning included), reasoning models",
-    "table4": "Table 4. Suggestibility: accuracy (%) with a truthful / a lying critique, S = truth - lying",
-    "table5_costs": "Table 5a. Offline cost: completion tokens of the training stage",
-    "table5": "Table 5b. Break-even number of test queries versus EP_LABEL (reasoning models)",
-    "table6": "Table 6. Train-size ablation: accuracy (%)",
-    "table7": "Table 7. Critique-parts ablation: accuracy (%)",
-    "table8": "Table 8. K ablation: accuracy (%)",
-    "table9": "Table 9. Timeout rate (%) per model x dataset x strategy (train_predict: the train stage)",
-    "table10": "Table 10. Per-user accuracy (%), preference datasets",
-    "table11": "Table 11. Accuracy (%) over users, preference datasets: mean and SD",
-    "comparison": "Comparison of Table 1 with the published numbers (points)",
-    "claims_comparison": "Headline claims: logs versus published numbers",
-}
 ABLATION_LABELS = {"train_size": "train", "parts": "parts", "k": "K"}
-
-
-@dataclass
-class Table:
-    key: str
-    title: str
-    columns: list[str] = field(default_factory=list)
-    rows: list[dict] = field(default_factory=list)
-    skipped: str | None = None
-    view_columns: list[str] | None = None  # a wide view for markdown and HTML; rows/columns otherwise
-    view_rows: list[dict] | None = None
-    note: str = ""
 
 
 @dataclass
@@ -56,54 +29,26 @@ class Result:
         return next(t for t in self.tables if t.key == key)
 
 
-def plain_value(value):
-    """A JSON-ready scalar: NaN -> None."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
-def records(rows: list[dict], columns: list[str]) -> list[dict]:
-    return [{c: plain_value(row.get(c)) for c in columns} for row in rows]
-
-
-def strategy_order(names) -> list[str]:
-    names = list(dict.fromkeys(names))
-    known = [s for s in (vocab.TRAIN, *vocab.STRATEGIES) if s in names]
-    return known + sorted((n for n in names if n not in known), key=name_key)
-
-
-def sort_strategies(rows: list[dict], keys: list[str]) -> list[dict]:
-    """Sorted by `keys`, then strategies in the study's order (stable)."""
-    order = {name: i for i, name in enumerate(strategy_order(r["strategy"] for r in rows))}
-    return sorted(rows, key=lambda r: (*(name_key(r[k]) for k in keys), order[r["strategy"]]))
-
-
-def wide_view(rows: list[dict], index: list[str], column: str, value: str, order: list,
-              labels: dict | None = None) -> tuple[list[str], list[dict]]:
-    """One row per `index` (in the rows' order), one column per value of `column` (in `order`)."""
-    labels = labels or {}
-    table: dict[tuple, dict] = {}
-    for row in rows:
-        table.setdefault(tuple(row[k] for k in index), {})[row[column]] = row[value]
-    present = [o for o in order if any(o in cells for cells in table.values())]
-    columns = index + [labels.get(o, str(o)) for o in present]
-    return columns, [dict(zip(columns, [*key, *(plain_value(cells.get(o)) for o in present)]))
-                     for key, cells in table.items()]
-
-
-def skip(key: str, why: str) -> Table:
-    return Table(key, TITLES[key], skipped=why)
-
-
 def table1(cells: Cells) -> Table:
     if not cells.accuracy:
         return skip("table1", "no test-stage predictions of plain runs among the inputs")
-    acc = sort_strategies(cells.accuracy, ["model", "dataset"])
-    columns = ["model", "dataset", "strategy", "accuracy", "n"]
-    view_columns, view_rows = wide_view(acc, ["model", "dataset"], "strategy", "accuracy",
-                                        strategy_order(r["strategy"] for r in acc))
-    return Table("table1", TITLES["table1"], columns, records(acc, columns), None, view_columns, view_rows)
+    acc = flagged(sort_strategies(cells.accuracy, ["model", "dataset"]))
+    columns = ["model", "dataset", "strategy", "accuracy", "n", "errors", "flagged", "majority"]
+    index = ["model", "dataset"]
+    view_columns, view_rows = wide_view(acc, index, "strategy", "accuracy", strategy_order(r["strategy"] for r in acc))
+    view_rows = with_errors(view_rows, acc, index, "strategy")
+    ns, majorities = n_view(acc, index), {(r["model"], r["dataset"]): r.get("majority") for r in acc}
+    extra = (["n"] if ns else []) + (["majority"] if any(v is not None for v in majorities.values()) else [])
+    view_rows = [{**{k: row[k] for k in index}, "n": ns.get(tuple(row[k] for k in index)),
+                  "majority": plain_value(majorities.get(tuple(row[k] for k in index))),
+                  **{k: v for k, v in row.items() if k not in index}} for row in view_rows]
+    view_columns = index + extra + view_columns[len(index):]
+    notes = ["n: test predictions per strategy"] + ([ERROR_NOTE] if any(r["flagged"] for r in acc) else [])
+    if "majority" in extra:
+        notes.insert(1, "majority: always giving the most frequent gold label of the train split (of the test split "
+                        "when no train prediction was read), per user for preference data")
+    return Table("table1", TITLES["table1"], columns, records(acc, columns), None, view_columns, view_rows,
+                 "; ".join(notes))
 
 
 Points = dict  # (model, dataset) -> strategy -> accuracy
@@ -179,8 +124,10 @@ def table4(cells: Cells) -> Table:
     if not cells.suggestibility:
         return skip("table4", "no suggestibility probe among the inputs (runs with manifest.probe.name == "
                               "'suggestibility', or --suggestibility CSV)")
-    columns = ["model", "dataset", "attribution", "acc_truth", "acc_lying", "suggestibility", "n"]
-    return Table("table4", TITLES["table4"], columns, records(suggestibility(cells), columns))
+    columns = ["model", "dataset", "attribution", "acc_truth", "acc_lying", "suggestibility", "n", "errors", "flagged"]
+    rows = flagged(suggestibility(cells))
+    return Table("table4", TITLES["table4"], columns, records(rows, columns),
+                 note="errors: probe predictions that ended in an error (counted wrong), truth and lying together")
 
 
 def _total(values: list) -> float | None:
@@ -237,12 +184,15 @@ def ablation_table(cells: Cells, name: str) -> Table:
     rows = [r for r in cells.ablations if r["ablation"] == name]
     if not rows:
         return skip(key, f"no ablation runs with manifest.ablation.name == {name!r} among the inputs")
-    rows = sort_strategies(rows, ["model", "dataset"])
-    columns = ["model", "dataset", "strategy", "value", "accuracy", "n"]
+    rows = flagged(sort_strategies(rows, ["model", "dataset"]))
+    columns = ["model", "dataset", "strategy", "value", "accuracy", "n", "errors", "flagged"]
     order = sorted(dict.fromkeys(r["value"] for r in rows), key=value_key)
     labels = {v: f"{ABLATION_LABELS[name]}={v}" for v in order}
-    view_columns, view_rows = wide_view(rows, ["model", "dataset", "strategy"], "value", "accuracy", order, labels)
-    return Table(key, TITLES[key], columns, records(rows, columns), None, view_columns, view_rows)
+    index = ["model", "dataset", "strategy"]
+    view_columns, view_rows = wide_view(rows, index, "value", "accuracy", order, labels)
+    view_rows = with_errors(view_rows, rows, index, "value", labels)
+    note = ERROR_NOTE if any(r["flagged"] for r in rows) else ""
+    return Table(key, TITLES[key], columns, records(rows, columns), None, view_columns, view_rows, note)
 
 
 def table9(cells: Cells) -> Table:
@@ -251,34 +201,48 @@ def table9(cells: Cells) -> Table:
     if not train and not test:
         return skip("table9", "no timeout information (no predictions, or results.csv without timeout_rate)")
     rows = sort_strategies(train + test, ["model", "dataset"])
-    columns = ["model", "dataset", "strategy", "timeout_rate", "parse_fail_rate", "n"]
+    columns = ["model", "dataset", "strategy", "timeout_rate", "parse_fail_rate", "error_rate", "n", "errors"]
     view_columns, view_rows = wide_view(rows, ["model", "dataset"], "strategy", "timeout_rate",
                                         strategy_order(r["strategy"] for r in rows))
-    note = "parse_fail_rate (JSON): answers that could not be parsed; both count as wrong in every accuracy"
+    view_rows = with_errors(view_rows, rows, ["model", "dataset"], "strategy")
+    note = ("parse_fail_rate (JSON): answers that could not be parsed; error_rate: predictions that ended in an "
+            "error (a failed call: no answer to parse, so never a parse failure); all three count as wrong in every "
+            "accuracy; " + ERROR_NOTE)
     return Table("table9", TITLES["table9"], columns, records(rows, columns), None, view_columns, view_rows, note)
 
 
-def per_user_view(rows: list[dict], summary: list[dict]) -> tuple[list[str], list[dict]]:
+def per_user_view(rows: list[dict], summary: list[dict]) -> tuple[list[str], list[dict], str]:
+    """One row per dataset, model and strategy, one column per user: the users' own ids when every
+    dataset has the same users, else u1..uN in each dataset's sorted id order (named in the note)."""
     users: dict = {}
     for row in rows:
         users.setdefault(row["dataset"], set()).add(row["user"])
-    slot = {d: {u: i for i, u in enumerate(sorted(names, key=name_key), start=1)} for d, names in users.items()}
-    rows = [{**r, "slot": slot[r["dataset"]][r["user"]]} for r in rows]
-    slots = sorted({r["slot"] for r in rows})
-    labels = {s: f"u{s}" for s in slots}
-    columns, view = wide_view(rows, ["dataset", "model", "strategy"], "slot", "accuracy", slots, labels)
+    ordered = {d: sorted(names, key=name_key) for d, names in users.items()}
+    if len({tuple(map(str, ids)) for ids in ordered.values()}) == 1:
+        order, labels, key, note = next(iter(ordered.values())), None, "user", ""
+    else:
+        slot = {d: {u: i for i, u in enumerate(ids, start=1)} for d, ids in ordered.items()}
+        rows = [{**r, "slot": slot[r["dataset"]][r["user"]]} for r in rows]
+        order = sorted({r["slot"] for r in rows})
+        labels, key = {s: f"u{s}" for s in order}, "slot"
+        note = "; ".join(f"{d}: " + ", ".join(f"u{i} = {u}" for i, u in enumerate(ids, start=1))
+                         for d, ids in sorted(ordered.items(), key=lambda item: name_key(item[0])))
+    index = ["dataset", "model", "strategy"]
+    columns, view = wide_view(rows, index, key, "accuracy", order, labels)
+    view = with_errors(view, rows, index, key, labels)
     stats = {(r["dataset"], r["model"], r["strategy"]): (r["mean"], r["sd"]) for r in summary}
     for row in view:
         row["mean"], row["sd"] = stats[(row["dataset"], row["model"], row["strategy"])]
-    return columns + ["mean", "sd"], view
+    return columns + ["mean", "sd"], view, note
 
 
 def user_summary(cells: Cells) -> list[dict]:
+    """Mean, population SD (as the paper: over all of a dataset's users), min and max over users."""
     groups: dict[tuple, list] = {}
     for r in cells.per_user:
         groups.setdefault((r["model"], r["dataset"], r["strategy"]), []).append(r["accuracy"])
     rows = [{"model": m, "dataset": d, "strategy": s, "users": len(acc), "mean": mean(acc),
-             "sd": statistics.stdev(acc) if len(acc) > 1 else None, "min": min(acc), "max": max(acc)}
+             "sd": statistics.pstdev(acc) if len(acc) > 1 else None, "min": min(acc), "max": max(acc)}
             for (m, d, s), acc in groups.items()]
     return sort_strategies(rows, ["model", "dataset"])
 
@@ -286,18 +250,21 @@ def user_summary(cells: Cells) -> list[dict]:
 def table10(cells: Cells) -> Table:
     if not cells.per_user:
         return skip("table10", "no preference dataset among the run directories (dataset.kind == 'preference')")
-    rows = sort_strategies(cells.per_user, ["dataset", "model"])
-    columns = ["model", "dataset", "strategy", "user", "accuracy", "n"]
-    view_columns, view_rows = per_user_view(rows, user_summary(cells))
-    note = "u1..uN: the dataset's users in sorted id order (ids in the JSON output); SD over users"
-    return Table("table10", TITLES["table10"], columns, records(rows, columns), None, view_columns, view_rows, note)
+    rows = flagged(sort_strategies(cells.per_user, ["dataset", "model"]))
+    columns = ["model", "dataset", "strategy", "user", "accuracy", "n", "errors", "flagged"]
+    view_columns, view_rows, users = per_user_view(rows, user_summary(cells))
+    notes = [users, "sd: population SD over users, as in the paper", ERROR_NOTE if any(r["flagged"] for r in rows)
+             else ""]
+    return Table("table10", TITLES["table10"], columns, records(rows, columns), None, view_columns, view_rows,
+                 "; ".join(n for n in notes if n))
 
 
 def table11(cells: Cells) -> Table:
     if not cells.per_user:
         return skip("table11", "no preference dataset among the run directories (dataset.kind == 'preference')")
     columns = ["model", "dataset", "strategy", "users", "mean", "sd", "min", "max"]
-    return Table("table11", TITLES["table11"], columns, records(user_summary(cells), columns))
+    return Table("table11", TITLES["table11"], columns, records(user_summary(cells), columns),
+                 note="sd: population SD over users, as in the paper")
 
 
 def claim_c1_c2(cells: Cells) -> tuple[dict | None, dict | None]:

@@ -3,26 +3,31 @@
 The reader of a run's logs (analysis.read: this process, or a worker process on a machine of
 more than 2 cores) counts its records as it reads them, so the tables cost nothing per record
 once the logs are read. A tally is a list, in the order of
-the constants below; a missing answer (timeout, parse failure, correct = null) counts as
-wrong, tokens are summed over the records whose call answered (no error), and a record
-reports reasoning when its reasoning_tokens is above 0.
+the constants below; a missing answer (timeout, parse failure, error, correct = null) counts as
+wrong, an error is counted as an error and never as a parse failure (logs written before the
+runner stopped marking errored answers parse_failed say both), tokens are summed over the
+records whose call answered (no error), a record reports reasoning when its reasoning_tokens is
+above 0, and GOLD counts the records per gold label (the majority-class baseline).
 """
 
 from __future__ import annotations
 
 import math
 
-RECORDS, CORRECT, TIMEOUT, PARSE_FAILED, ANSWERED, WITH_TOKENS, TOKENS, REASONING = range(8)
+RECORDS, CORRECT, TIMEOUT, PARSE_FAILED, ERRORS, ANSWERED, WITH_TOKENS, TOKENS, REASONING, GOLD = range(10)
 
 
 def new() -> list:
-    return [0, 0, 0, 0, 0, 0, 0, False]
+    return [0, 0, 0, 0, 0, 0, 0, 0, False, {}]
 
 
 def add(into: list, tally: list) -> None:
     for i in range(REASONING):
         into[i] += tally[i]
     into[REASONING] = into[REASONING] or tally[REASONING]
+    gold = into[GOLD]
+    for label, count in tally[GOLD].items():
+        gold[label] = gold.get(label, 0) + count
 
 
 def label(value):
@@ -65,13 +70,13 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
     """(stage, strategy, user) -> tally, from what `latest_per_item` keeps of rows of
     analysis.read.PREDICTION_FIELDS.
 
-    Tables 3, 5 and 9 use the timeouts, parse failures, errors and tokens of plain runs only:
-    of other runs (probes, ablations) only the verdicts are counted.
+    Tables 3, 5 and 9 use the timeouts, parse failures and tokens of plain runs only: of other
+    runs (probes, ablations) only the verdicts, the errors and the gold labels are counted.
     """
     tallies: dict[tuple, list] = {}
     get = tallies.get
     for (stage, strategy, user, _), row in items.items():
-        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error = row
+        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error, gold = row
         key = (stage, strategy, user)
         tally = get(key)
         if tally is None:
@@ -79,7 +84,11 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
         if plain:
             _count(tally, correct, timeout, parse_failed, tokens, reasoning, error)
         else:
-            _count(tally, correct, None, None, None, None, None)
+            _count(tally, correct, None, None, None, None, error)
+        if gold is not None:
+            gold = label(gold)
+            counts = tally[GOLD]
+            counts[gold] = counts.get(gold, 0) + 1
     return tallies
 
 
@@ -89,13 +98,15 @@ def _count(tally: list, correct, timeout, parse_failed, tokens, reasoning, error
         tally[CORRECT] += 1
     if timeout is True:
         tally[TIMEOUT] += 1
-    if parse_failed is True:
-        tally[PARSE_FAILED] += 1
     if error is None or error == "":
+        if parse_failed is True:
+            tally[PARSE_FAILED] += 1
         tally[ANSWERED] += 1
         if _counts(tokens):
             tally[WITH_TOKENS] += 1
             tally[TOKENS] += tokens
+    else:
+        tally[ERRORS] += 1
     if reasoning and not tally[REASONING] and _counts(reasoning) and reasoning > 0:
         tally[REASONING] = True
 

@@ -261,7 +261,7 @@ class Learner:
             setup(run)
 
         execute_run(self.config, self.out, probe=self.probe, ablation=self.ablation, work=work, setup=ready,
-                    progress=self.progress, runner=_run_sync, complete=complete, needs_test=False)
+                    progress=self.progress, runner=_run_sync, complete=complete, learner=True)
 
 
 async def _predict_one(run, name: str, item: Item, vector) -> dict:

@@ -26,12 +26,12 @@ def default_out(config) -> Path:
 
 
 def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, deployments: list[dict] | None = None,
-            routing_strategy: str | None = None, limits=None, stop=None, needs_test: bool = True):
+            routing_strategy: str | None = None, limits=None, stop=None, learner: bool = False):
     """Validate everything that can be checked before any call or write; return an opened Run.
     ``deployments`` (litellm Router entries), ``routing_strategy``, ``limits`` (provider limits
     shared with other runs, critique.llm.limits) and ``stop`` (a function that says the run must
-    stop) are options of the run's LLM client; ``needs_test``:
-    the work answers the test split (the library's fit does not)."""
+    stop) are options of the run's LLM client; ``learner``: the work is critique.Learner's (it
+    needs no test split, and a new run directory is marked as a Learner's, not a study run)."""
     from critique.base.errors import RunError, UserError
     from critique.datasets.registry import resolve
     from critique.engine.memory.embed import Encoder
@@ -43,7 +43,7 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     if Path(out).resolve().is_relative_to(Path(dataset.path).resolve()):
         raise UserError(f"{out} is inside the dataset folder {dataset.path}: the run would change the data it is "
                         f"checked against (its checksum); use an --out outside it")
-    if needs_test and not dataset.test:
+    if not learner and not dataset.test:
         raise UserError(f"{dataset.path}: the test split is empty (nothing to answer)")
     options = replace(llm_config(config), deployments=deployments, routing_strategy=routing_strategy)
     try:
@@ -51,7 +51,7 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     except ValueError as exc:
         raise UserError(str(exc)) from None
     run = Run(out, config, dataset, LLM(options, limits=limits, stop=stop), Encoder(config.encoder, cache_dir(config.cache_dir) if config.use_cache else None),
-              probe=probe, ablation=ablation, progress=progress)
+              probe=probe, ablation=ablation, progress=progress, learner=learner)
     try:
         run.open()
     except RunError as exc:
@@ -74,7 +74,7 @@ async def execute(run) -> None:
 
 def execute_run(config, out: Path, *, probe=None, ablation=None, reuse: dict | None = None, work=execute,
                 setup=None, progress: bool = True, runner=asyncio.run, complete: bool | None = None,
-                needs_test: bool = True, **llm_options) -> tuple[Outcome, dict]:
+                learner: bool = False, **llm_options) -> tuple[Outcome, dict]:
     """Open (validate), execute and close one run directory; returns the outcome and the
     calls it now holds (for the next run of a sweep to reuse).
 
@@ -82,7 +82,7 @@ def execute_run(config, out: Path, *, probe=None, ablation=None, reuse: dict | N
     by ``runner`` (a study's threads share one event loop); ``complete``: the status the run
     is closed with (None: complete when the work ended without an error)."""
     started = time.monotonic()
-    run = prepare(config, out, probe=probe, ablation=ablation, progress=progress, needs_test=needs_test,
+    run = prepare(config, out, probe=probe, ablation=ablation, progress=progress, learner=learner,
                   **llm_options)
     ended = False
     try:

@@ -94,7 +94,8 @@ def test_table5_costs_and_break_even(study):
 def test_ablation_tables(study):
     _, result = study
     assert result.table("table8").rows == [{"model": "mA", "dataset": "d1", "strategy": "EP_CRIT", "value": 3,
-                                            "accuracy": pytest.approx(60), "n": 10}]
+                                            "accuracy": pytest.approx(60), "n": 10, "errors": 0,
+                                            "flagged": False}]
     assert result.table("table8").view_columns == ["model", "dataset", "strategy", "K=3"]
     assert "train_size" in result.table("table6").skipped
     assert "parts" in result.table("table7").skipped
@@ -118,7 +119,7 @@ def test_tables_10_11_per_user(study):
     assert {d for _, d, _, _ in users} == {"pref"}
     summary = by(result.table("table11").rows, "model", "dataset", "strategy")
     row = summary[("mA", "pref", "zero_shot")]
-    assert row["users"] == 2 and row["mean"] == pytest.approx(40) and row["sd"] == pytest.approx(math.sqrt(200))
+    assert row["users"] == 2 and row["mean"] == pytest.approx(40) and row["sd"] == pytest.approx(10)  # population SD (the paper's)
     view = result.table("table10").view_rows
     assert view[0]["u1"] is not None and "mean" in view[0] and "sd" in view[0]
 
@@ -207,7 +208,8 @@ def test_odd_records_are_counted_as_the_tables_see_them(tmp_path):
     synthetic.write_run(tmp_path / "run", head, [], predictions)
     result = tables.build(cells.from_logs(load([str(tmp_path / "run")])))
     assert result.table("table1").rows == [{"model": "m", "dataset": "d1", "strategy": "zero_shot",
-                                            "accuracy": 50.0, "n": 2}]
+                                            "accuracy": 50.0, "n": 2, "errors": 0, "flagged": False,
+                                            "majority": 50.0}]  # gold B (t0, later record) and A: a tie, A first
     assert result.table("table3").rows[0]["tokens_per_question"] == 30.0
 
 

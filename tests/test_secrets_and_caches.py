@@ -44,11 +44,11 @@ def canary(home, fake_llm, monkeypatch):
 def test_the_key_reaches_no_file_by_any_path(canary, monkeypatch, capsys):
     home = canary
     monkeypatch.setenv("FAKE_LLM_FAIL", "summary")  # the summary's error is stored in semantic.json
-    assert run(home, "--strategies", "zero_shot,EP_CRIT,SEM_CRIT") == 0
+    assert run(home, "--strategies", "zero_shot,EP_CRIT,SEM_CRIT") == 1  # SEM_CRIT had no memory
     semantic = json.loads((home / "run" / "memory" / "semantic.json").read_text())
     assert "[REDACTED]" in semantic["all"]["error"] and semantic["all"]["advice"] is None
     monkeypatch.setenv("FAKE_LLM_FAIL", "answer")  # answers fail: long errors in calls and predictions
-    assert run(home, out="failing") == 0
+    assert run(home, out="failing") == 1  # predictions ended in errors: the run says so
     errors = [c["error"] for c in rundir.read_jsonl(home / "failing" / rundir.CALLS) if c["error"]]
     assert errors and all("[REDACTED]" in e or len(e) == 1000 for e in errors)
     monkeypatch.delenv("FAKE_LLM_FAIL")

@@ -1,7 +1,11 @@
-"""`critique run`: one dataset against one model, all strategies, then the accuracy table."""
+"""`critique run`: one dataset against one model, all strategies, then the accuracy table.
+
+Exit status 1 when some prediction ended in an error (a failed call): its accuracy is not the
+model's, and running the command again retries those calls."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from critique.cli.options import add_run_options, config_from_args
@@ -20,6 +24,12 @@ def main(args) -> int:
     config = config_from_args(args)
     out = Path(args.out) if args.out else default_out(config)
     outcome, _ = execute_run(config, out, progress=not args.quiet)
-    print_table(out)
+    errors = print_table(out)
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
+    if errors:
+        shown = ", ".join(f"{count} in {stage}" for stage, count in sorted(errors.items()))
+        print(f"critique: error: {sum(errors.values())} predictions ended in an error ({shown}), not in an answer of "
+              f"the model: they count wrong; see the error field in {out / 'predictions.jsonl'}. Run the same command "
+              "again to retry them", file=sys.stderr)
+        return 1
     return 0

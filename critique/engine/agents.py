@@ -33,7 +33,11 @@ def performance_prompt(template: str, task: str, item: Item, answer_space: list[
 
 
 def answer_record(result: LLMResult, item: Item, answer_space: list[str], *seed: object) -> dict:
-    """Parse a performance reply; timeouts, failed calls and parse failures count as wrong."""
+    """Parse a performance reply; timeouts, failed calls and parse failures count as wrong. A failed
+    call has no reply to parse: no answer, and not a parse failure."""
+    if result.error is not None:
+        return {"answer": None, "gold": item.answer, "correct": False, "parse_failed": False,
+                "timeout": result.timeout, "error": result.error}
     parsed = parsing.parse_answer(result.text, answer_space, item.answer, item.user, item.id, *seed)
     correct = (not parsed.parse_failed) and (not result.timeout) and result.error is None \
         and parsed.answer == item.answer

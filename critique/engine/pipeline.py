@@ -38,7 +38,8 @@ def entry_id(item: Item) -> str:
 
 class Run:
     def __init__(self, out: Path, config: RunConfig, dataset: Dataset, llm: LLM, encoder,
-                 probe: dict | None = None, ablation: dict | None = None, progress: bool = True):
+                 probe: dict | None = None, ablation: dict | None = None, progress: bool = True,
+                 learner: bool = False):
         if getattr(config, "train_fraction", None) is not None:
             from dataclasses import replace
 
@@ -47,6 +48,7 @@ class Run:
             dataset = replace(dataset, train=train_subset(dataset.train, config.train_fraction, config.seed))
         self.out, self.config, self.dataset, self.llm, self.encoder = Path(out), config, dataset, llm, encoder
         self.probe, self.ablation, self.progress = probe, ablation, progress
+        self.learner = learner  # critique.Learner's work: a new run directory is marked as not a study run
         self.task, self.space = dataset.card.task, dataset.card.answer_space
         self.memory: EpisodicMemory | None = None
         self.semantic: dict[str, dict] = {}
@@ -114,6 +116,7 @@ class Run:
                         "answer_space": self.space, "users": d.card.users,
                         "n_train": len(d.train), "n_test": len(d.test)},
             "templates": prompts.all_hashes(), "versions": _versions(),
+            "learner": bool(old.get("learner")) if old else self.learner,
             "local_model": self.llm.local,  # the embedded model's weights and bounds; None for other models
         })
 

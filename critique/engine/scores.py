@@ -16,16 +16,28 @@ def strategy_rows(predictions: list[dict], strategies: list[str]) -> list[dict]:
             continue
         n = len(mine)
         rows.append({"strategy": name, "n": n, "accuracy": 100.0 * sum(p["correct"] for p in mine) / n,
-                     "timeouts": sum(p["timeout"] for p in mine), "parse_failures": sum(p["parse_failed"] for p in mine),
+                     "timeouts": sum(p["timeout"] for p in mine),
+                     "parse_failures": sum(bool(p["parse_failed"]) and not p.get("error") for p in mine),
                      "errors": sum(bool(p.get("error")) for p in mine),
                      "tokens_per_question": sum(p.get("completion_tokens", 0) for p in mine) / n})
     return rows
 
 
-def print_table(run_dir: Path) -> None:
+def errored(predictions: list[dict]) -> dict[str, int]:
+    """stage -> how many of its predictions (the latest of each item) ended in an error."""
+    out: dict[str, int] = {}
+    for p in predictions:
+        if p.get("error"):
+            out[p["stage"]] = out.get(p["stage"], 0) + 1
+    return out
+
+
+def print_table(run_dir: Path) -> dict[str, int]:
+    """Print the run's accuracy table; return its errored predictions per stage (see `errored`)."""
     run = rundir.read_run(run_dir)
     m = run["manifest"]
-    rows = strategy_rows(rundir.latest(run["predictions"]), m["config"]["strategies"])
+    latest = rundir.latest(run["predictions"])
+    rows = strategy_rows(latest, m["config"]["strategies"])
     print(f"\n{m['dataset']['name']} x {m['config']['model']}  (test items: {m['dataset']['n_test']})\n")
     print("| strategy | n | accuracy % | timeouts | parse failures | errors | tokens/question |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -33,3 +45,4 @@ def print_table(run_dir: Path) -> None:
         print(f"| {r['strategy']} | {r['n']} | {r['accuracy']:.1f} | {r['timeouts']} | {r['parse_failures']} "
               f"| {r['errors']} | {r['tokens_per_question']:.1f} |")
     print()
+    return errored(latest)

@@ -1,0 +1,138 @@
+"""Tables that never mislead (issue 14, part 1): runs with other settings are kept apart, errors are
+in sight and never parse failures, every output says what it read, a Learner's folder is no study
+point, and the majority-class baseline sits beside zero_shot. Fake provider, real pipeline."""
+
+import json
+
+import pytest
+
+from critique.analysis import synthetic
+from critique.analysis.__main__ import main as analysis_main
+from critique.base import rundir
+from critique.cli import main
+
+
+def run(out, *extra):
+    return main(["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "5", "--out", str(out),
+                 "--quiet", *extra])
+
+
+def tables(capsys, *argv):
+    code = analysis_main(["tables", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def table1(capsys, *runs) -> dict:
+    code, out, err = tables(capsys, *runs, "--format", "json")
+    assert code == 0, err
+    return {(r["model"], r["strategy"]): r for r in json.loads(out)["table1"]}
+
+
+def test_runs_with_other_settings_are_kept_apart_and_named(home, fake_llm, capsys):
+    default, other, more = home / "default", home / "k1", home / "default-again"
+    assert run(default) == 0
+    assert run(other, "--k", "1", "--temperature", "0.7", "--strategies", "EP_CRIT") == 0
+    assert run(more, "--strategies", "EP_CRIT", "--seed", "0") == 0  # the same settings: one experiment
+    capsys.readouterr()
+    alone = {name: table1(capsys, path) for name, path in (("default", default), ("k1", other))}
+    code, out, err = tables(capsys, default, other, more, "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    rows = {(r["model"], r["strategy"]): r for r in data["table1"]}
+    k5, k1 = "fake/model [k=5, temperature=0.0]", "fake/model [k=1, temperature=0.7]"
+    assert {m for m, _ in rows} == {k5, k1}
+    assert rows[(k1, "EP_CRIT")]["accuracy"] == alone["k1"][("fake/model", "EP_CRIT")]["accuracy"]
+    assert rows[(k5, "EP_CRIT")]["accuracy"] == alone["default"][("fake/model", "EP_CRIT")]["accuracy"]
+    assert rows[(k5, "EP_CRIT")]["n"] == 5  # the rerun with the same settings is the same experiment: no double count
+    assert "runs with different k, temperature are kept apart as 2 experiments" in err
+    experiments = {e["shown_as"]: e for e in data["inputs"]["experiments"]}
+    assert experiments[k1]["settings"]["k"] == 1 and experiments[k1]["runs"] == [str(other)]
+    assert experiments[k5]["runs"] == [str(default), str(more)]
+    code, markdown, _ = tables(capsys, default, other, more)
+    assert f"| {k1} | mcr-gen | 5 |" in markdown
+    assert "## Inputs: the experiments read" in markdown and f"| {k1} | mcr-gen | plain run | k=1, " in markdown
+
+
+def test_an_all_error_strategy_is_flagged_and_the_run_exits_non_zero(home, fake_llm, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_LLM_FAIL", "answer")
+    out = home / "failing"
+    assert run(out, "--strategies", "zero_shot,EP_CRIT", "--retries", "0") == 1
+    err = capsys.readouterr().err
+    assert "predictions ended in an error (10 in test, 5 in train_predict)" in err
+    predictions = rundir.latest(rundir.read_run(out)["predictions"])
+    assert predictions and all(p["error"] and p["parse_failed"] is False and p["answer"] is None for p in predictions)
+    code, text, _ = tables(capsys, out, "--format", "json")
+    data = json.loads(text)
+    assert [(r["strategy"], r["accuracy"], r["errors"], r["flagged"]) for r in data["table1"]] == [
+        ("zero_shot", 0.0, 5, True), ("EP_CRIT", 0.0, 5, True)]
+    table9 = {r["strategy"]: r for r in data["table9"]}
+    assert table9["zero_shot"]["parse_fail_rate"] == 0.0 and table9["zero_shot"]["error_rate"] == 100.0
+    assert table9["train_predict"]["errors"] == 5
+    code, text, _ = tables(capsys, out)
+    assert "| 0.0 (5 err) | 0.0 (5 err) |" in text
+    assert "not an answer of the model" in text
+
+
+def test_errors_in_old_logs_are_not_parse_failures(tmp_path):
+    from critique.analysis import cells, tables as build
+    from critique.analysis.load import load
+
+    head = synthetic.manifest("m", "d1")
+    predictions = [synthetic.prediction("test", "zero_shot", f"t{i}", i < 2, parse_failed=i >= 2,
+                                        error="boom" if i >= 3 else None) for i in range(5)]
+    synthetic.write_run(tmp_path / "run", head, [], predictions)
+    result = build.build(cells.from_logs(load([str(tmp_path / "run")])))
+    row = result.table("table9").rows[0]
+    assert (row["parse_fail_rate"], row["error_rate"], row["errors"]) == (20.0, 40.0, 2)
+    assert result.table("table1").rows[0]["flagged"] is True
+
+
+def test_a_learner_folder_is_not_a_study_point(home, fake_llm, capsys):
+    from critique import Learner
+
+    fitted = home / "learner"
+    Learner("fake/model", task="Is it true?", answer_space=["yes", "no"], out=fitted, progress=False, k=2).fit(
+        [("Water is wet.", "yes"), ("Fire is cold.", "no"), ("Snow is white.", "yes")])
+    assert json.loads((fitted / rundir.MANIFEST).read_text())["learner"] is True
+    plain = home / "plain"
+    assert run(plain, "--strategies", "zero_shot") == 0
+    assert json.loads((plain / rundir.MANIFEST).read_text())["learner"] is False
+    capsys.readouterr()
+    code, out, err = tables(capsys, home, "--format", "json")
+    assert code == 0
+    assert "1 run directory is a critique.Learner's (no test split), not study runs; left out" in err
+    data = json.loads(out)
+    assert [e["runs"] for e in data["inputs"]["experiments"]] == [[str(plain)]]
+    assert {r["dataset"] for r in data["table5_costs"]} == {"mcr-gen"}
+    assert {r["dataset"] for r in data["table9"]} == {"mcr-gen"}
+
+
+@pytest.mark.parametrize("train_golds, test_golds, expected", [
+    (["A", "A", "B"], ["A", "B", "B", "B"], 25.0),  # the train split's majority (A), scored on test
+    ([], ["A", "B", "B", "B"], 75.0),  # no train predictions: the test split's own majority
+    (["A", "B"], ["B", "B", "A", "A", "A"], 60.0),  # a tie in train: the first label (A)
+])
+def test_majority_baseline(tmp_path, train_golds, test_golds, expected):
+    from critique.analysis import cells
+    from critique.analysis.load import load
+
+    predictions = [synthetic.prediction("train_predict", None, f"r{i}", True, gold=g) for i, g in
+                   enumerate(train_golds)]
+    predictions += [synthetic.prediction("test", s, f"t{i}", True, gold=g) for s in ("zero_shot", "EP_CRIT")
+                    for i, g in enumerate(test_golds)]
+    synthetic.write_run(tmp_path / "run", synthetic.manifest("m", "d"), [], predictions)
+    rows = cells.from_logs(load([str(tmp_path / "run")])).accuracy
+    assert {r["majority"] for r in rows} == {expected}
+
+
+def test_majority_baseline_per_user_is_averaged_over_users(tmp_path):
+    from critique.analysis import cells
+    from critique.analysis.load import load
+
+    golds = {"u1": ["A", "A", "B", "A"], "u2": ["B", "A"]}  # test majority: A 75%, then a tie (A first) 50%
+    predictions = [synthetic.prediction("test", "zero_shot", f"t{i}", True, user=u, gold=g)
+                   for u, gs in golds.items() for i, g in enumerate(gs)]
+    synthetic.write_run(tmp_path / "run", synthetic.manifest("m", "p", kind="preference"), [], predictions)
+    rows = cells.from_logs(load([str(tmp_path / "run")])).accuracy
+    assert rows[0]["majority"] == pytest.approx(62.5)

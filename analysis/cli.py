@@ -32,6 +32,10 @@ def add_inputs(parser) -> None:
     parser.add_argument("--costs", metavar="CSV", help="per-cell offline token costs")
     parser.add_argument("--allow-mixed", action="store_true",
                         help="pool runs of one model and dataset even when their prompt templates differ")
+    parser.add_argument("--inference", action="store_true",
+                        help="add the item-level tables: paired McNemar tests and bootstrap intervals per (model, "
+                             "dataset), Holm adjustment, a pooled logistic model clustered by item, C4 within "
+                             "dataset, run-to-run spread (loads pandas and statsmodels)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
                         help="processes that read logs (default: one per usable core but one, which loads scipy, "
                              "when the logs are large; else 1: this process)")
@@ -52,6 +56,9 @@ def register(sub) -> None:
     add_inputs(report)
     report.add_argument("-o", "--output", metavar="FILE", default="report.html", help="(default: report.html)")
     report.set_defaults(func=run_report)
+    from critique.analysis import export
+
+    export.register(sub)
 
 
 @dataclass
@@ -60,6 +67,7 @@ class Analysis:
     heading: str
     inputs: dict
     published: object | None = None  # tables.Result of the CSVs when logs are compared with them
+    inference: object | None = None  # items.Inference, with --inference
     extra: list = field(default_factory=list)  # comparison tables
     problems: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -89,14 +97,22 @@ def analyse(args) -> Analysis:
     if not args.runs and not any(csvs.values()):
         raise _user_error("nothing to analyse: give run directories and/or --results/--suggestibility/--costs "
                           "CSV files (see `critique tables -h`)")
+    if getattr(args, "inference", False) and not args.runs:
+        raise _user_error("--inference needs run directories (item-level data); per-cell CSV numbers have none")
     from critique.analysis import stats
 
-    stats.start_helper()  # scipy.stats loads in a helper process while this one reads and counts
+    found = ahead = None
+    if args.runs and getattr(args, "inference", False):  # the helper works out the item-level tables meanwhile
+        from critique.analysis import items, read
+
+        found = read.found(args.runs, args.allow_mixed)
+        ahead = (items.compute, (found[0],))
+    stats.start_helper(ahead)  # scipy.stats loads in a helper process while this one reads and counts
     pending = None
     if args.runs:  # start reading the logs first: workers read while scipy loads in the helper
         from critique.analysis import read
 
-        pending = read.start(args.runs, allow_mixed=args.allow_mixed, workers=args.workers)
+        pending = read.start(args.runs, allow_mixed=args.allow_mixed, workers=args.workers, found_=found)
     from critique.analysis import cells as cells_mod, csv_input, tables
 
     problems: list[str] = []
@@ -118,11 +134,17 @@ def analyse(args) -> Analysis:
     errors.extend(logs.errors)
     if not logs.runs:
         raise _user_error("no readable run directory among the inputs: " + "; ".join(errors))
-    result = tables.build(cells_mod.from_logs(logs))
+    cells = cells_mod.from_logs(logs)
+    result = tables.build(cells)
     from critique.analysis.read import describe
 
     inputs["experiments"] = describe(logs.runs)
     analysis = Analysis(result, _logs_heading(logs), inputs, problems=problems, errors=errors)
+    if getattr(args, "inference", False):
+        from critique.analysis import items
+
+        data = stats.call(items.finish, items.table2_p(result), items.c4_points(cells, result))
+        analysis.inference = items.tables(data, result)
     if csv_result is not None:
         analysis.published = csv_result
         analysis.extra = tables.comparison(result, csv_result)
@@ -151,10 +173,10 @@ def run_tables(args) -> int:
         analysis = analyse(args)
         if args.format == "json":
             text = render.to_json(analysis.result, analysis.inputs, analysis.problems, analysis.errors,
-                                  analysis.published, analysis.extra)
+                                  analysis.published, analysis.extra, analysis.inference)
         else:
             text = render.markdown(analysis.result, analysis.heading, analysis.extra,
-                                   analysis.inputs.get("experiments"))
+                                   analysis.inputs.get("experiments"), analysis.inference)
     finally:
         stats.stop_helper()  # no helper process outlives the command (a library caller's process goes on)
     write(text, args.output)

@@ -285,14 +285,27 @@ class Pending:
         return self._done
 
 
-def start(paths: list[str], allow_mixed: bool = False, workers: int | None = None) -> Pending:
-    """Read the manifests now; read the logs now (small, or a machine of 2 cores or fewer) or in
-    worker processes (large)."""
+def runs(paths: list[str], allow_mixed: bool, errors: list[str], problems: list[str]) -> list[dict]:
+    """The runs among `paths` that may be analysed (see `select`), oldest first (a later run's
+    records replace an earlier one's), their variants named (see `label_variants`)."""
+    metas = select(read_manifests(find_runs(paths, errors), errors), allow_mixed, errors, problems)
+    metas.sort(key=lambda m: (m["started"], m["path"]))
+    label_variants(metas, problems)
+    return metas
+
+
+def found(paths: list[str], allow_mixed: bool = False) -> tuple[list[dict], list[str], list[str]]:
+    """`runs`, with the errors and problems met."""
     errors: list[str] = []
     problems: list[str] = []
-    metas = select(read_manifests(find_runs(paths, errors), errors), allow_mixed, errors, problems)
-    metas.sort(key=lambda m: (m["started"], m["path"]))  # later runs' records replace earlier ones
-    label_variants(metas, problems)
+    return runs(paths, allow_mixed, errors, problems), errors, problems
+
+
+def start(paths: list[str], allow_mixed: bool = False, workers: int | None = None,
+          found_: tuple | None = None) -> Pending:
+    """Read the manifests now (unless `found_` holds what `found` returned for them); read the
+    logs now (small, or a machine of 2 cores or fewer) or in worker processes (large)."""
+    metas, errors, problems = found_ if found_ is not None else found(paths, allow_mixed)
     pending = Pending(metas, problems, errors)
     work = jobs(metas)
     if workers is None:  # one core is left to the scipy helper (analysis.stats), which loads meanwhile

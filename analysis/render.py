@@ -10,21 +10,24 @@ from critique.analysis.tables import Result, Table
 FORMATS = {
     "tokens_per_question": ",.0f", "offline_tokens": ",.0f", "saving_per_query": ",.0f", "break_even": ",.0f",
     "init_tokens": ",.0f", "critique_tokens": ",.0f", "summary_tokens": ",.0f", "total": ",.0f",
-    "p_sign": ".3g", "logs": ".3g", "published": ".3g",
+    "p_sign": ".3g", "logs": ".3g", "published": ".3g", "p_holm": ".3g", "p_mcnemar": ".3g", "p": ".3g",
+    "odds_ratio": ".2f", "rho": ".3f",
 }
 VIEW_FORMATS = {"table3": ",.0f"}  # the wide view of Table 3 holds tokens, not percentages
 DEFAULT_FORMAT = ".1f"
 
 
-def cell(column: str, value, default: str = DEFAULT_FORMAT) -> str:
+def cell(column: str, value, default: str = DEFAULT_FORMAT, formats: dict | None = None) -> str:
+    """A value as a reader sees it; `formats`: a table's own formats of some columns."""
+    chosen = (formats or {}).get(column) or FORMATS.get(column)
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, int) and column not in FORMATS:
+    if isinstance(value, int) and chosen is None:
         return str(value)
     if isinstance(value, (int, float)):
-        return format(float(value), FORMATS.get(column, default))
+        return format(float(value), chosen or default)
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
@@ -39,7 +42,7 @@ def markdown_table(table: Table) -> str:
     columns, rows, default = table_view(table)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
-        lines.append("| " + " | ".join(cell(c, row.get(c), default) for c in columns) + " |")
+        lines.append("| " + " | ".join(cell(c, row.get(c), default, table.formats) for c in columns) + " |")
     return "\n".join(lines)
 
 
@@ -114,9 +117,11 @@ def _markdown_tables(tables: list[Table]) -> list[str]:
 
 
 def markdown(result: Result, heading: str, extra: list[Table] | None = None,
-             experiments: list[dict] | None = None) -> str:
+             experiments: list[dict] | None = None, inference=None) -> str:
     parts = [f"# Study tables\n\n{heading}", *_markdown_tables([*result.tables, *(extra or [])]),
              "## Headline claims\n\n" + "\n".join(claim_lines(result))]
+    if inference is not None:
+        parts += ["# Item-level inference\n\n" + inference.data["when"], *_markdown_tables(inference.tables)]
     if experiments:
         parts += _markdown_tables([inputs_table(experiments)])
     return "\n\n".join(parts) + "\n"
@@ -139,8 +144,12 @@ def as_dict(result: Result) -> dict:
 
 
 def to_json(result: Result, inputs: dict, problems: list[str], errors: list[str],
-            published: Result | None = None, extra: list[Table] | None = None) -> str:
+            published: Result | None = None, extra: list[Table] | None = None, inference=None) -> str:
     out = as_dict(result)
+    if inference is not None:
+        out["inference"] = inference.data
+        if out["claims"].get("C4") is not None:
+            out["claims"]["C4"] = {**out["claims"]["C4"], "within_dataset": inference.c4_within}
     out["inputs"] = inputs
     if published is not None:
         out["published"] = as_dict(published)

@@ -132,6 +132,35 @@ def plot_per_user(result: Result):
     return figure, None
 
 
+def plot_forest(inference):
+    """The paired differences of Table P per cell, with their bootstrap intervals: one panel per
+    baseline, one row per (model, dataset, strategy)."""
+    rows = [r for r in (inference.data["paired"] if inference is not None else []) if r["diff"] is not None]
+    if not rows:
+        return None, "no item-level paired differences (run with --inference, on runs with a critique strategy and a " \
+                     "baseline)"
+    baselines = [b for b in vocab.BASELINES if any(r["baseline"] == b for r in rows)]
+    per = {b: [r for r in rows if r["baseline"] == b] for b in baselines}
+    height = max(2.5, 0.22 * max(len(v) for v in per.values()) + 1.2)
+    figure, axes = plt.subplots(1, len(baselines), figsize=(5.5 * len(baselines), height), sharey=True, squeeze=False)
+    labels = [f"{r['model']} / {r['dataset']} / {r['strategy']}" for r in per[baselines[0]]]
+    for axis, baseline in zip(axes[0], baselines):
+        mine = {f"{r['model']} / {r['dataset']} / {r['strategy']}": r for r in per[baseline]}
+        for y, label in enumerate(labels):
+            r = mine.get(label)
+            if r is None:
+                continue
+            low = r["diff"] - (r["ci_low"] if r["ci_low"] is not None else r["diff"])
+            high = (r["ci_high"] if r["ci_high"] is not None else r["diff"]) - r["diff"]
+            axis.errorbar(r["diff"], y, xerr=[[low], [high]], fmt="o", color="#1f77b4", ms=4, capsize=2)
+        axis.axvline(0, color="#999", lw=0.8)
+        axis.set_title(f"over {baseline}", fontsize=9)
+        axis.set_xlabel("paired difference in accuracy (points), 95% bootstrap interval")
+    axes[0][0].set_yticks(range(len(labels)), labels, fontsize=7)
+    axes[0][0].invert_yaxis()
+    return figure, None
+
+
 PLOTS = (("Accuracy per strategy per dataset", plot_accuracy),
          ("Suggestibility versus gain", plot_suggestibility),
          ("Output tokens per question by strategy", plot_tokens),
@@ -145,7 +174,7 @@ def table_html(table: Table) -> str:
     columns, body, default = render.table_view(table)
     parts.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in columns) + "</tr>")
     for row in body:
-        parts.append("<tr>" + "".join(f"<td>{html.escape(render.cell(c, row.get(c), default))}</td>"
+        parts.append("<tr>" + "".join(f"<td>{html.escape(render.cell(c, row.get(c), default, table.formats))}</td>"
                                       for c in columns) + "</tr>")
     parts.append("</table>")
     if table.note:
@@ -154,17 +183,24 @@ def table_html(table: Table) -> str:
 
 
 def html_page(result: Result, heading: str, extra: list[Table], problems: list[str], errors: list[str],
-              experiments: list[dict] | None = None) -> str:
+              experiments: list[dict] | None = None, inference=None) -> str:
     inputs = [render.inputs_table(experiments)] if experiments else []
+    items = inference.tables if inference is not None else []
     body = [f"<h1>Study report</h1><p>{html.escape(heading)}</p>", "<h2>Headline claims</h2><ul>"]
     body += [f"<li><b>{name}</b> {html.escape(text)}</li>" for name, text in render.claim_texts(result)]
     body.append("</ul>")
-    for title, draw in PLOTS:
-        figure, why = draw(result)
+    plots = [(title, lambda draw=draw: draw(result)) for title, draw in PLOTS]
+    if inference is not None:
+        plots.append(("Item-level paired differences per cell (forest plot)", lambda: plot_forest(inference)))
+    for title, draw in plots:
+        figure, why = draw()
         body.append(f"<h2>{html.escape(title)}</h2>")
         body.append(f'<img alt="{html.escape(title)}" src="{data_uri(figure)}">' if figure is not None
                     else f'<p class="skip">Plot skipped: {html.escape(why)}.</p>')
-    body += [table_html(t) for t in [*result.tables, *extra, *inputs]]
+    body += [table_html(t) for t in [*result.tables, *extra]]
+    if items:
+        body.append(f"<h1>Item-level inference</h1><p>{html.escape(inference.data['when'])}</p>")
+    body += [table_html(t) for t in [*items, *inputs]]
     if problems or errors:
         body.append("<h2>Input problems</h2><ul>" + "".join(
             f"<li>{html.escape(line)}</li>" for line in [*errors, *problems]) + "</ul>")
@@ -175,4 +211,4 @@ def html_page(result: Result, heading: str, extra: list[Table], problems: list[s
 def html_report(analysis) -> str:
     """The report of an `analysis.cli.Analysis`."""
     return html_page(analysis.result, analysis.heading, analysis.extra, analysis.problems, analysis.errors,
-                     analysis.inputs.get("experiments"))
+                     analysis.inputs.get("experiments"), analysis.inference)

@@ -21,17 +21,23 @@ def _number(value) -> float | None:
 
 
 _helper = None  # (process, connection) while a helper serves
+_ahead = None  # (function, args) of the work done ahead, where it is done (see start_helper)
 
 
-def start_helper() -> None:
-    """Fork a process that imports scipy.stats now and computes the statistics asked of it later."""
-    global _helper
+def start_helper(ahead: tuple | None = None) -> None:
+    """Fork a process that imports scipy.stats now and computes the statistics asked of it later.
+
+    ``ahead`` = (function, args): work the helper does as soon as scipy is loaded, while this
+    process goes on (the item-level inference: analysis.items.compute); `call` then runs a
+    function on its result. Without a helper that work is done here, when first needed."""
+    global _helper, _ahead
     import multiprocessing
 
+    _ahead = (ahead, None) if ahead is not None else None
     if _helper is not None or "fork" not in multiprocessing.get_all_start_methods():
         return
     mine, theirs = multiprocessing.Pipe()
-    process = multiprocessing.get_context("fork").Process(target=_serve, args=(theirs,), daemon=True)
+    process = multiprocessing.get_context("fork").Process(target=_serve, args=(theirs, ahead), daemon=True)
     process.start()
     theirs.close()
     _helper = (process, mine)
@@ -52,9 +58,10 @@ def stop_helper() -> None:
     process.join(timeout=5)
 
 
-def _serve(connection) -> None:
+def _serve(connection, ahead: tuple | None = None) -> None:
     from scipy import stats  # noqa: F401 - the import is the work done ahead
 
+    state = _run_ahead(ahead)
     while True:
         try:
             request = connection.recv()
@@ -64,6 +71,12 @@ def _serve(connection) -> None:
             return
         name, args = request
         try:
+            if name == "call":
+                function, rest = args
+                if isinstance(state, BaseException):
+                    raise state
+                connection.send((True, function(state, *rest)))
+                continue
             connection.send((True, _LOCAL[name](*args)))
         except Exception as exc:  # noqa: BLE001 - the caller computes it again and sees the error itself
             connection.send((False, repr(exc)))
@@ -80,6 +93,42 @@ def _ask(name: str, *args):
         except (OSError, EOFError):
             stop_helper()
     return _LOCAL[name](*args)
+
+
+def _run_ahead(ahead: tuple | None):
+    """The result of the work `ahead`, or the exception it raised (given to whoever asks for it)."""
+    if ahead is None:
+        return None
+    try:
+        function, args = ahead
+        return function(*args)
+    except Exception as exc:  # noqa: BLE001 - raised again in the caller's process by `call`
+        return exc
+
+
+def call(function, *args):
+    """`function(result of the work ahead, *args)`, in the helper when there is one (`function`
+    must be importable by name), else here."""
+    global _ahead
+    if _helper is not None:
+        try:
+            _helper[1].send(("call", (function, args)))
+            ok, value = _helper[1].recv()
+        except (OSError, EOFError):
+            stop_helper()
+        else:
+            if ok:
+                return value
+            raise RuntimeError(f"the analysis helper failed: {value}")
+    if _ahead is None:
+        raise RuntimeError("no work was started ahead (start_helper(ahead=...))")
+    work, state = _ahead
+    if state is None:
+        state = _run_ahead(work)
+        _ahead = (work, state)
+    if isinstance(state, BaseException):
+        raise state
+    return function(state, *args)
 
 
 def paired_summary(differences, confidence: float = 0.95) -> dict:

@@ -36,6 +36,7 @@ class Table:
     view_columns: list[str] | None = None  # a wide view for markdown and HTML; rows/columns otherwise
     view_rows: list[dict] | None = None
     note: str = ""
+    formats: dict = field(default_factory=dict)  # column -> number format, where the column's usual one misleads
 
 
 def plain_value(value):

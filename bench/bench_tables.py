@@ -8,7 +8,7 @@ the three non-preference datasets; prompts and responses of realistic length), t
 includes interpreter start-up, imports, reading every log, and printing the markdown --
 limited to 2 cores. Prints the machine, the command and the wall-clock times.
 
-    .venv/bin/python bench/bench_tables.py [--repeat 5] [--cores 2] [--keep DIR] [--baseline CHECKOUT]
+    .venv/bin/python bench/bench_tables.py [--repeat 5] [--cores 2] [--keep DIR] [--baseline CHECKOUT] [--inference]
 """
 
 from __future__ import annotations
@@ -40,12 +40,25 @@ def count(runs: list[Path], name: str) -> tuple[int, int]:
     return lines, size
 
 
-def command(runs: list[Path]) -> list[str]:
-    """`critique tables` through the real CLI when it builds, else the same code via `python -m critique.analysis`."""
-    probe = subprocess.run([sys.executable, "-c", "import critique.cli as c; c.build_parser()"], cwd=ROOT,
-                           capture_output=True)
-    module = "critique.cli" if probe.returncode == 0 else "critique.analysis"
-    return [sys.executable, "-m", module, "tables", *map(str, runs)]
+# Runs `critique tables` of the checkout in the working directory, with this Python: the editable
+# install's finder (which maps critique.analysis to this tree's analysis/) is taken out, so a
+# baseline checkout needs a link critique/analysis -> ../analysis (made by `baseline_ready`).
+BOOT = ("import sys, runpy; sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in "
+        "str(getattr(f, '__module__', ''))]; sys.path.insert(0, '.'); sys.argv[0] = 'critique'; "
+        "runpy.run_module('critique.cli', run_name='__main__', alter_sys=True)")
+
+
+def baseline_ready(checkout: Path) -> None:
+    link = checkout / "critique" / "analysis"
+    if (checkout / "analysis").is_dir() and not link.exists():
+        link.symlink_to(Path("..") / "analysis")
+
+
+def command(runs: list[Path], place: Path = ROOT, *extra: str) -> list[str]:
+    """`critique tables` of the checkout at `place`, as a fresh process."""
+    if place == ROOT:
+        return [sys.executable, "-m", "critique.cli", "tables", *map(str, runs), *extra]
+    return [sys.executable, "-c", BOOT, "tables", *map(str, runs), *extra]
 
 
 def cpu_model() -> str:
@@ -77,14 +90,15 @@ def run_once(cmd: list[str], cwd: Path, cores: int) -> tuple[float, float]:
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
-def time_runs(cmd: list[str], repeat: int, cores: int, baseline: Path | None = None) -> dict[Path, list]:
+def time_runs(runs: list[Path], repeat: int, cores: int, baseline: Path | None = None,
+              *extra: str) -> dict[Path, list]:
     """(wall, cpu) per run, per checkout; with a baseline checkout the two take turns, so that both
     meet the same load on the machine."""
     places = [ROOT] + ([baseline] if baseline else [])
     times: dict[Path, list] = {place: [] for place in places}
     for _ in range(repeat):
         for place in places:
-            times[place].append(run_once(cmd, place, cores))
+            times[place].append(run_once(command(runs, place, *extra), place, cores))
     return times
 
 
@@ -126,6 +140,7 @@ def main() -> int:
     parser.add_argument("--baseline", metavar="CHECKOUT", type=Path,
                         help="another checkout of this project (e.g. `git worktree add /tmp/old REF`): its "
                              "`critique tables` is timed in turns with this one's, with the same Python")
+    parser.add_argument("--inference", action="store_true", help="also time `critique tables --inference`")
     args = parser.parse_args()
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-tables-"))
     try:
@@ -136,7 +151,9 @@ def main() -> int:
         predictions, predictions_size = count(runs, "predictions.jsonl")
         cmd = command(runs)
         subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm the page cache
-        times = time_runs(cmd, args.repeat, args.cores, args.baseline)
+        if args.baseline:
+            baseline_ready(args.baseline)
+        times = time_runs(runs, args.repeat, args.cores, args.baseline)
         shown = " ".join(cmd[:4]) + f" {root}/*  ({len(runs)} run directories)"
         print(f"machine:   {cpu_model()}, {os.cpu_count()} cores visible, timed on {args.cores}; "
               f"Python {platform.python_version()}")
@@ -149,6 +166,10 @@ def main() -> int:
             ratio = statistics.median(w for w, _ in times[ROOT]) / statistics.median(w for w, _ in times[args.baseline])
             print(f"baseline:  {summary(times[args.baseline])}, {args.baseline} (runs taken in turns with this "
                   f"tree's); median wall time ratio this / baseline: {ratio:.2f}")
+        if args.inference:
+            inferred = time_runs(runs, args.repeat, args.cores, None, "--inference")[ROOT]
+            print(f"inference: {summary(inferred)} over {args.repeat} runs of `critique tables --inference` "
+                  "(the same, with the item-level tables)")
         print(f"phases:    {breakdown(runs)} (one more run, in this process)")
         print(f"load:      {os.getloadavg()[0]:.2f} (1-minute load average; other work on the machine slows this)")
     finally:

@@ -141,7 +141,7 @@ def test_report_says_why_a_plot_is_missing(tmp_path, capsys):
     assert code == 0 and page.count("data:image/png;base64,") == 1 and page.count("Plot skipped:") == 3
 
 
-HEAVY = ("litellm", "torch", "sentence_transformers", "pandas", "numpy", "scipy")  # scipy: in the helper process
+HEAVY = ("litellm", "torch", "sentence_transformers", "pandas", "statsmodels", "numpy", "scipy")  # scipy: in the helper
 
 
 @pytest.mark.parametrize("entry", ["analysis", "critique.cli"])
@@ -155,3 +155,21 @@ def test_tables_imports_nothing_heavy(study_dir, entry):
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert "HEAVY []" in done.stdout
+
+
+def test_inference_keeps_this_process_light_and_has_the_documented_keys(study_dir):
+    code = (f"import sys; from critique.cli import main; "
+            f"rc = main(['tables', {str(study_dir)!r}, '--inference', '--format', 'json']); "
+            "print('LOADED', [m for m in ('litellm', 'torch', 'sentence_transformers', 'pandas', 'statsmodels') "
+            "if m in sys.modules]); sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "LOADED []" in done.stdout  # pandas and statsmodels work in the helper process (analysis.stats)
+    data = json.loads(done.stdout[:done.stdout.rindex("LOADED")])
+    assert {"paired", "pooled", "table2_holm", "repeat_spread"} <= set(data["inference"])
+    assert set(data["inference"]["paired"][0]) == {
+        "model", "dataset", "strategy", "baseline", "n", "acc_strategy", "acc_baseline", "diff", "ci_low", "ci_high",
+        "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm"}
+    assert set(data["inference"]["pooled"][0]) == {"strategy", "baseline", "odds_ratio", "ci_low", "ci_high", "p",
+                                                   "method"}
+    assert "within_dataset" in data["claims"]["C4"]

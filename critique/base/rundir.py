@@ -128,10 +128,17 @@ def read_jsonl(path: str | Path, problems: list[str] | None = None) -> list[dict
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (redacted) at once: a temporary file, then a rename."""
+    write_bytes_atomic(path, redact(text).encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` at once: a temporary file, then a rename. Encoded bytes (a
+    Parquet file) cannot be redacted here: the caller encodes values that went through
+    `redact_value`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(redact(text), encoding="utf-8")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
 
 

@@ -1,0 +1,102 @@
+"""`critique export RUN_DIR... --to OUT/ [--format csv|parquet]`: the records of run directories as
+tables (analysis.frames): predictions, calls and memory, one file each, one row per logged
+record.
+
+CSV holds lists and objects as JSON text. Parquet needs pyarrow, which critique does not
+require (`pip install pyarrow`). Secret values are redacted before anything is encoded; every
+file is written whole or not at all (critique.base.rundir)."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+EXPORT_HELP = "write the predictions, calls and memory entries of run directories as CSV or Parquet tables"
+TABLES = ("predictions", "calls", "memory")
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("export", help=EXPORT_HELP, description=EXPORT_HELP)
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                        help="run directories, or folders with run directories below them")
+    parser.add_argument("--to", required=True, metavar="FOLDER", help="where the tables are written")
+    parser.add_argument("--format", choices=("csv", "parquet"), default="csv")
+    parser.add_argument("--tables", default=",".join(TABLES), metavar="NAMES",
+                        help=f"which tables, comma-separated (default: {','.join(TABLES)})")
+    parser.add_argument("--allow-mixed", action="store_true",
+                        help="group runs of one model and dataset even when their prompt templates differ")
+    parser.set_defaults(func=run_export)
+
+
+def _user_error(message: str) -> Exception:
+    from critique.base.errors import UserError
+
+    return UserError(message)
+
+
+def _json_cells(frame):
+    """Lists and objects as JSON text (CSV has no such cells)."""
+    import json
+
+    frame = frame.copy()
+    for column in frame.columns:
+        if frame[column].map(lambda v: isinstance(v, (list, dict))).any():
+            frame[column] = frame[column].map(
+                lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v)
+    return frame
+
+
+def _redacted(frame):
+    from pandas.api.types import is_object_dtype, is_string_dtype
+
+    from critique.base.rundir import redact_value, secret_values
+
+    secrets = secret_values()
+    if not secrets:
+        return frame
+    frame = frame.copy()
+    for column in frame.columns:
+        if is_object_dtype(frame[column]) or is_string_dtype(frame[column]):
+            frame[column] = frame[column].map(lambda value: redact_value(value, secrets))
+    return frame
+
+
+def write_table(frame, path: Path, form: str) -> None:
+    from critique.base.rundir import write_bytes_atomic, write_text_atomic
+
+    if form == "csv":
+        write_text_atomic(path, _json_cells(frame).to_csv(index=False))  # redacted by the writer
+        return
+    buffer = io.BytesIO()
+    _json_cells(_redacted(frame)).to_parquet(buffer, index=False)
+    write_bytes_atomic(path, buffer.getvalue())
+
+
+def run_export(args) -> int:
+    chosen = [t.strip() for t in args.tables.split(",") if t.strip()]
+    unknown = sorted(set(chosen) - set(TABLES))
+    if unknown or not chosen:
+        raise _user_error(f"--tables: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(TABLES)}")
+    if args.format == "parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise _user_error("--format parquet needs pyarrow, which is not installed (pip install pyarrow), "
+                              "or use --format csv") from None
+    from critique.analysis import frames
+
+    logs = frames.load(args.runs, allow_mixed=args.allow_mixed)
+    for line in logs.problems:
+        print(f"critique: warning: {line}", file=sys.stderr)
+    for line in logs.errors:
+        print(f"critique: error: {line}", file=sys.stderr)
+    if not logs.metas:
+        raise _user_error("no readable run directory among the inputs: " + "; ".join(logs.errors))
+    out = Path(args.to)
+    for name in chosen:
+        frame = getattr(logs, name)()
+        path = out / f"{name}.{args.format}"
+        write_table(frame, path, args.format)
+        print(f"critique: wrote {path} ({len(frame):,} rows) from {len(logs.metas)} run directories", file=sys.stderr)
+    return 1 if logs.errors else 0

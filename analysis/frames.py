@@ -1,0 +1,212 @@
+"""Run directories as pandas DataFrames: one row per logged record (predictions, calls, episodic
+memory entries), with the experiment each record belongs to.
+
+Runs are found and grouped into experiments as the tables group them (analysis.read: model,
+dataset, probe, ablation and settings; a Learner's folders left out). Every frame has the
+experiment columns of `EXPERIMENT_COLUMNS` (`variant`: the settings that tell the experiment
+from another of its model, dataset, probe and ablation, "" when none does; `settings`: all of
+them); `counted` marks the records the tables count (the
+latest record of each item in its experiment: a rerun's replaces a failed one, a later run's
+an earlier run's). pandas is imported here, and this module only where a frame is asked for
+(`critique tables --inference`, `critique export`, a user's own code): never by the default
+`critique tables`.
+
+    from critique.analysis import frames
+    logs = frames.load(["runs/"])
+    logs.predictions()   # one row per prediction record, question text joined in
+    logs.calls()         # one row per call record (the prompt as text)
+    logs.memory()        # one row per episodic entry, with how often test questions retrieved it
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import pandas as pd
+
+from critique.analysis import read
+from critique.analysis.jsonl import scan
+from critique.base import rundir, vocab
+
+EXPERIMENT_COLUMNS = ["run", "model", "variant", "dataset", "probe", "attribution", "ablation", "ablation_value",
+                      "settings"]
+ITEM_KEY = ["stage", "strategy", "user", "item_id"]
+PREDICTION_COLUMNS = {  # column -> meaning (beyond EXPERIMENT_COLUMNS): the documented frame
+    "stage": "train_predict, test, probe, predict (learner)",
+    "strategy": "the strategy; the probe's arm (truth, lying, repeat-N); null in the train stage",
+    "user": "the item's user; \"\" for data without users",
+    "item_id": "the item's id in its dataset",
+    "question": "the item's question, from the dataset folder the run read (null when that folder is gone)",
+    "answer": "the parsed answer; null when none", "gold": "the true label", "correct": "answer == gold, in time",
+    "parse_failed": "the reply held no valid answer", "timeout": "the call hit the token limit",
+    "error": "why no answer was obtained (a failed call, a missing memory); null otherwise",
+    "retrieved": "ids of the episodic entries in the prompt, nearest first (a list)",
+    "request_hash": "the answering call's request hash", "prompt_tokens": "input tokens",
+    "completion_tokens": "output tokens (reasoning included)", "reasoning_tokens": "reasoning tokens",
+    "counted": "the record the tables count (the latest of its item in its experiment)",
+    "repeat": "consistency probe: the repeat's number (null otherwise)",
+}
+OUTCOME_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "error", "repeat")
+
+
+@dataclass
+class Logs:
+    """The run directories read (see `read`); their records as frames on demand."""
+    metas: list[dict]
+    problems: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def predictions(self, questions: bool = True) -> pd.DataFrame:
+        """One row per logged prediction record (PREDICTION_COLUMNS and the experiment's)."""
+        frame = _frame(self.metas, rundir.PREDICTIONS, self.problems)
+        for name in PREDICTION_COLUMNS:
+            if name not in frame:
+                frame[name] = None
+        frame["user"] = frame["user"].fillna("").astype(str)
+        frame["counted"] = ~frame.duplicated(["experiment_key", *ITEM_KEY], keep="last")
+        if questions:
+            frame["question"] = [_question(self._questions, m, u, i) for m, u, i in
+                                 zip(frame["run"], frame["user"], frame["item_id"])]
+        return _ordered(frame, list(PREDICTION_COLUMNS))
+
+    def outcomes(self) -> pd.DataFrame:
+        """The counted predictions, lean and fast (item-level inference): the model as the tables
+        show it (with its variant) and as named (base_model), dataset, kind, probe, ablation,
+        ablation_value, seed, unseeded (the other settings, as JSON), stage, strategy, user (""
+        for data without users), item_id, correct (bool: a missing answer is wrong), error (bool)
+        and repeat."""
+        rows, runs, experiments = [], [], {}
+        for order, meta in enumerate(self.metas):
+            found = scan(Path(meta["path"]) / rundir.PREDICTIONS, OUTCOME_FIELDS, self.problems)
+            rows += found
+            runs += [order] * len(found)
+            experiments.setdefault(read.experiment(meta), len(experiments))
+        columns = ["model", "base_model", "dataset", "kind", "probe", "ablation", "ablation_value", "seed",
+                   "unseeded", "experiment"]
+        about = pd.DataFrame([[read.model_label(m), m["model"], m["dataset"], m["kind"], m["probe"], m["ablation"],
+                               m["ablation_value"], m["settings"].get("seed"),
+                               json.dumps({k: v for k, v in m["settings"].items() if k != "seed"}, sort_keys=True,
+                                          default=str), experiments[read.experiment(m)]] for m in self.metas],
+                             columns=columns)
+        frame = pd.DataFrame.from_records(rows, columns=list(OUTCOME_FIELDS))
+        frame = pd.concat([about.iloc[runs].reset_index(drop=True), frame], axis=1)
+        frame["user"] = frame["user"].where(frame["kind"] == vocab.PREFERENCE, "").fillna("").astype(str)
+        frame["item_id"] = frame["item_id"].astype(str)
+        frame = frame.drop_duplicates(["experiment", *ITEM_KEY], keep="last")  # runs are in start order
+        frame["correct"] = frame["correct"].eq(True)
+        frame["error"] = frame["error"].notna() & frame["error"].ne("")
+        return frame.drop(columns=["experiment"]).reset_index(drop=True)
+
+    def calls(self) -> pd.DataFrame:
+        """One row per logged call record; `prompt` is its messages' text, one message per paragraph."""
+        frame = _frame(self.metas, rundir.CALLS, self.problems)
+        if "messages" in frame:
+            frame["prompt"] = [None if not isinstance(m, list) else "\n\n".join(
+                str(x.get("content", "")) for x in m if isinstance(x, dict)) for m in frame.pop("messages")]
+        return _ordered(frame, [])
+
+    def memory(self) -> pd.DataFrame:
+        """One row per episodic memory entry of each run, the critique's fields as columns, and
+        `retrieved_by`: how many counted test predictions of its run put it in their prompt."""
+        rows = []
+        for meta in self.metas:
+            path = Path(meta["path"]) / rundir.MEMORY / "episodic.jsonl"
+            for entry in rundir.read_jsonl(path, self.problems) if path.exists() else []:
+                critique = entry.pop("critique", None) or {}
+                rows.append({**_experiment(meta), **entry, **{f"critique_{k}": v for k, v in critique.items()}})
+        frame = pd.DataFrame(rows)
+        if frame.empty:
+            return pd.DataFrame(columns=[*EXPERIMENT_COLUMNS, "id", "retrieved_by"])
+        predictions = self.predictions(questions=False)
+        tests = predictions[predictions["counted"] & (predictions["stage"] == vocab.TEST)]
+        uses = tests[["run", "retrieved"]].explode("retrieved").dropna().value_counts()
+        frame["retrieved_by"] = [int(uses.get((run, entry), 0)) for run, entry in zip(frame["run"], frame["id"])]
+        return _ordered(frame, [])
+
+    @property
+    def _questions(self) -> dict:
+        if not hasattr(self, "_question_cache"):
+            self._question_cache = {m["path"]: _dataset_questions(m) for m in self.metas}
+        return self._question_cache
+
+
+def load(paths: list[str], allow_mixed: bool = False) -> Logs:
+    """The run directories among `paths` (folders count as the runs below them), grouped into
+    experiments as `critique tables` groups them."""
+    errors: list[str] = []
+    problems: list[str] = []
+    return Logs(read.runs(paths, allow_mixed, errors, problems), problems, errors)
+
+
+def _experiment(meta: dict) -> dict:
+    return {"run": meta["path"], "model": meta["model"], "variant": meta["variant"],
+            "dataset": meta["dataset"], "probe": meta["probe"], "attribution": meta["attribution"],
+            "ablation": meta["ablation"], "ablation_value": meta["ablation_value"],
+            "settings": read.settings_text(meta["settings"])}
+
+
+def _records(path: Path, problems: list[str]) -> list[dict]:
+    """The whole records of a JSON-lines log (a cut last line is skipped and reported)."""
+    if not path.exists():
+        return []
+    out = []
+    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            try:
+                record = json.loads(line)  # NaN and Infinity, which orjson refuses
+            except ValueError:
+                problems.append(f"{path}:{number}: unreadable line skipped (cut by a crash?)")
+                continue
+        if isinstance(record, dict):
+            out.append(record)
+    return out
+
+
+def _frame(metas: list[dict], name: str, problems: list[str]) -> pd.DataFrame:
+    parts = []
+    for order, meta in enumerate(metas):
+        records = _records(Path(meta["path"]) / name, problems)
+        if not records:
+            continue
+        part = pd.DataFrame.from_records(records)
+        for column, value in _experiment(meta).items():  # the run's probe and ablation, as the tables name them
+            part[column] = value
+        part["experiment_key"] = json.dumps(read.experiment(meta))
+        part["run_order"] = order
+        parts.append(part)
+    if not parts:
+        return pd.DataFrame(columns=[*EXPERIMENT_COLUMNS, *ITEM_KEY, "experiment_key"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def _ordered(frame: pd.DataFrame, first: list[str]) -> pd.DataFrame:
+    """The experiment columns first, then `first`, then the rest; the internal keys dropped."""
+    frame = frame.drop(columns=[c for c in ("experiment_key", "run_order") if c in frame])
+    head = [c for c in [*EXPERIMENT_COLUMNS, *first] if c in frame]
+    return frame[head + [c for c in frame.columns if c not in head]].reset_index(drop=True)
+
+
+def _dataset_questions(meta: dict) -> dict[tuple, str]:
+    """(user, item id) -> question, from the dataset folder the run read, when it is still there."""
+    manifest = json.loads((Path(meta["path"]) / rundir.MANIFEST).read_text(encoding="utf-8"))
+    folder = Path(str((manifest.get("dataset") or {}).get("path") or ""))
+    if not str(folder) or not folder.is_dir():
+        return {}
+    out = {}
+    for split in sorted(folder.glob("*.jsonl")) + sorted(folder.glob("*/*.jsonl")):
+        user = split.parent.name if split.parent != folder else ""
+        for item in rundir.read_jsonl(split):
+            if isinstance(item, dict) and "id" in item:
+                out[(user, str(item["id"]))] = item.get("question")
+    return out
+
+
+def _question(questions: dict, run: str, user: str, item_id) -> str | None:
+    return questions.get(run, {}).get((user or "", str(item_id)))

@@ -1,0 +1,180 @@
+"""`critique tables --inference`: item-level tables beside the paper's (analysis.inference).
+
+The paper's Table 2 and claims C1/C2 treat each (model, dataset) point as one observation and
+test with a sign test over points. The logs hold every item's answer under every strategy, so
+each point's comparison can be tested on its own items (paired: McNemar, a bootstrap interval),
+the family of tests adjusted (Holm), and the strategies' effects estimated over all points in
+one model clustered by item. Built from the counted test predictions of plain runs
+(analysis.frames.Logs.outcomes), grouped exactly as Table 1 groups them.
+
+The work is done where scipy is already loaded: `compute` (pandas, statsmodels, reading the
+predictions, the paired and pooled tests) runs in analysis.stats' helper process while this
+process reads the logs for the paper's tables; `finish` adds what needs those tables (Holm over
+Table 2, C4 within dataset); `tables` makes them readable. Without a helper (library use, a
+platform without fork) the same functions run here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from critique.analysis.cells import Cells
+from critique.analysis.tables import Result, gains, points, suggestibility
+from critique.analysis.tabular import Table, records
+from critique.base import vocab
+
+SEED, RESAMPLES, CONFIDENCE = 0, 2000, 0.95
+TITLES = {
+    "paired": "Item-level: paired difference (points) of each critique strategy over each baseline, per (model, "
+              "dataset)",
+    "pooled": "Item-level: pooled odds ratio of each critique strategy against each baseline, over every (model, "
+              "dataset)",
+    "table2_holm": "Table 2 with Holm-adjusted sign-test p-values (the family of its tests)",
+    "c4_within": "C4 within dataset: Spearman between suggestibility and the EP+SEM_CRIT gain",
+    "spread": "Run-to-run spread of accuracy (%) over repeats of one cell (consistency-probe repeats; seeds)",
+}
+WHEN = ("The paper's sign test (Table 2) asks whether a strategy wins on more (model, dataset) points than it "
+        "loses: it needs many points and ignores how many items each point has, so trust it for a claim across "
+        "models and datasets when there are ten or more points. The item-level tests ask whether a strategy beats a "
+        "baseline on the items of one point (McNemar, bootstrap interval; Holm over all of them) or on all items at "
+        "once (the pooled model): trust them for a claim about a point, or with few points, as long as the items are "
+        "a sample of the questions the claim is about.")
+
+
+@dataclass
+class Inference:
+    tables: list[Table]
+    data: dict  # the JSON object "inference"
+    c4_within: dict | None = None  # claims.C4.within_dataset
+
+
+def _test_rows(outcomes):
+    plain = outcomes["probe"].isna() & outcomes["ablation"].isna()
+    return outcomes[plain & (outcomes["stage"] == vocab.TEST) & outcomes["strategy"].notna()]
+
+
+def _repeats(outcomes):
+    """The counted predictions of repeated cells, with `repeat`: consistency-probe repeats of the
+    zero-shot answer, and plain runs that differ in their seed alone."""
+    import pandas as pd
+
+    parts = []
+    repeats = outcomes[(outcomes["stage"] == vocab.PROBE) & outcomes["strategy"].fillna("").str.startswith("repeat-")]
+    if len(repeats):
+        parts.append(repeats.assign(strategy=f"{vocab.ZERO_SHOT} (consistency probe)",
+                                    repeat=repeats["strategy"].str.removeprefix("repeat-")))
+    tests = _test_rows(outcomes)
+    if len(tests):
+        several = tests[tests.groupby(["base_model", "dataset", "unseeded"])["seed"].transform("nunique") > 1]
+        if len(several):
+            parts.append(several.assign(model=several["base_model"] + " (seeds)", repeat=several["seed"].astype(str)))
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def compute(metas: list[dict], seed: int = SEED, resamples: int = RESAMPLES) -> dict:
+    """The item-level numbers that need only the logs: paired rows, pooled rows, repeat spread."""
+    from critique.analysis import frames, inference
+
+    problems: list[str] = []
+    outcomes = frames.Logs(metas, problems).outcomes()
+    tests = _test_rows(outcomes)
+    paired = inference.paired(tests, seed=seed, resamples=resamples, confidence=CONFIDENCE)
+    repeated = _repeats(outcomes)
+    return {"paired": inference.records(paired), "pooled": inference.records(inference.pooled(tests)),
+            "repeat_spread": inference.records(inference.repeat_spread(repeated)) if repeated is not None else [],
+            "seed": seed, "resamples": resamples, "confidence": CONFIDENCE, "when": WHEN}
+
+
+def finish(computed: dict, table2_p: list, c4_points: dict[str, list[dict]] | None) -> dict:
+    """`computed` and what needs the paper's tables: Holm over Table 2's sign tests (`table2_p`, in
+    its row order) and, per baseline, Spearman within dataset over C4's points (dicts of model,
+    dataset, suggestibility, gain)."""
+    from critique.analysis import inference
+
+    data = {**computed, "table2_p_holm": inference.holm(table2_p)}
+    data["c4_within"] = None if c4_points is None else {
+        f"vs_{suffix}": inference.within_dataset_spearman(rows) for suffix, rows in c4_points.items()}
+    return data
+
+
+def c4_points(cells: Cells, result: Result) -> dict[str, list[dict]] | None:
+    """Per baseline, C4's points: suggestibility (the claim's attribution) and the EP+SEM_CRIT gain."""
+    claim = result.claims.get("C4")
+    if not claim:
+        return None
+    primary = claim.get("attribution") or ""
+    suggestible = {(r["model"], r["dataset"]): r["suggestibility"] for r in suggestibility(cells)
+                   if (r["attribution"] or "") == primary and r["suggestibility"] is not None}
+    wide, out = points(cells.accuracy), {}
+    for baseline, suffix in ((vocab.ZERO_SHOT, "zero_shot"), (vocab.EP_LABEL, "ep_label")):
+        gain = gains(wide, vocab.BEST, baseline)
+        out[suffix] = [{"model": m, "dataset": d, "suggestibility": s, "gain": gain[(m, d)]}
+                       for (m, d), s in suggestible.items() if (m, d) in gain]
+    return out
+
+
+def table2_p(result: Result) -> list:
+    table2 = result.table("table2")
+    return [] if table2.skipped else [r["p_sign"] for r in table2.rows]
+
+
+PAIRED = ["model", "dataset", "strategy", "baseline", "n", "acc_strategy", "acc_baseline", "diff", "ci_low", "ci_high",
+          "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm"]
+POOLED = ["strategy", "baseline", "odds_ratio", "ci_low", "ci_high", "p"]
+SPREAD = ["model", "dataset", "strategy", "repeats", "mean", "sd", "min", "max"]
+
+
+def tables(data: dict, result: Result) -> Inference:
+    """The readable tables of `finish`'s data, and the JSON object "inference"."""
+    out = []
+    if data["paired"]:
+        note = (f"n: items answered under both; diff = acc_strategy - acc_baseline; {data['confidence']:.0%} "
+                f"percentile bootstrap interval over items ({data['resamples']} resamples, seed {data['seed']}; users "
+                "resampled as clusters on preference data, whose accuracy is the mean over users as in Table 1); "
+                "discordant: items the strategy got right and the baseline wrong (wins) and the reverse (losses); "
+                "p_mcnemar: exact McNemar test on them; p_holm: Holm-adjusted over every row of this table")
+        out.append(Table("paired", TITLES["paired"], PAIRED, records(data["paired"], PAIRED), note=note))
+    else:
+        out.append(Table("paired", TITLES["paired"], skipped="no (model, dataset) point has a critique strategy and "
+                                                             "a baseline answered on the same items"))
+    methods = " ".join(sorted({r["method"] for r in data["pooled"] if r.get("method")}))
+    out.append(Table("pooled", TITLES["pooled"], POOLED, records(data["pooled"], POOLED),
+                     note="odds ratio > 1: the strategy is more often right than the baseline; " + methods,
+                     formats={"ci_low": ".2f", "ci_high": ".2f"}))
+    table2 = result.table("table2")
+    holm_rows = [] if table2.skipped else [{**r, "p_holm": p} for r, p in zip(table2.rows, data["table2_p_holm"])]
+    out.append(Table("table2_holm", TITLES["table2_holm"], ["critique", "baseline", "n", "mean", "wins", "losses",
+                                                             "ties", "p_sign", "p_holm"], holm_rows,
+                     skipped=table2.skipped,
+                     note="p_holm: Holm over the sign tests of Table 2 (ties and untestable rows left out)"))
+    out.append(_c4_table(data["c4_within"], result))
+    if data["repeat_spread"]:
+        out.append(Table("spread", TITLES["spread"], SPREAD, records(data["repeat_spread"], SPREAD),
+                         note="sd: sample SD of the accuracy over repeats"))
+    else:
+        out.append(Table("spread", TITLES["spread"], skipped="no cell was repeated (no consistency probe, no runs "
+                                                             "that differ in their seed alone)"))
+    json_data = {k: data[k] for k in ("paired", "pooled", "repeat_spread", "seed", "resamples", "confidence", "when")}
+    json_data["table2_holm"] = holm_rows
+    return Inference(out, json_data, data["c4_within"])
+
+
+def _c4_table(within: dict | None, result: Result) -> Table:
+    if within is None:
+        return Table("c4_within", TITLES["c4_within"], skipped=result.claim_skips.get("C4", "no C4"))
+    rows, method = [], ""
+    for baseline, suffix in ((vocab.ZERO_SHOT, "zero_shot"), (vocab.EP_LABEL, "ep_label")):
+        found = within[f"vs_{suffix}"]
+        rows += [{"baseline": baseline, **{k: r[k] for k in ("dataset", "n", "rho", "p")}} for r in found["per_dataset"]]
+        whole = found["pooled_within"]
+        rows.append({"baseline": baseline, "dataset": "(within every dataset)", "n": whole["n"], "rho": whole["rho"],
+                     "p": whole["p"]})
+        method = whole.get("method") or method
+    note = ("the paper's C4 pools points of all datasets, where suggestibility and gain both vary by dataset; "
+            f"(within every dataset): {method}")
+    return Table("c4_within", TITLES["c4_within"], ["baseline", "dataset", "n", "rho", "p"], rows, note=note)
+
+
+def build(metas: list[dict], result: Result, cells: Cells, seed: int = SEED, resamples: int = RESAMPLES) -> Inference:
+    """Everything in this process (library use, tests)."""
+    return tables(finish(compute(metas, seed, resamples), table2_p(result), c4_points(cells, result)), result)

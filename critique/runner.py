@@ -52,11 +52,30 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
         raise UserError(str(exc)) from None
     run = Run(out, config, dataset, LLM(options, limits=limits, stop=stop), Encoder(config.encoder, cache_dir(config.cache_dir) if config.use_cache else None),
               probe=probe, ablation=ablation, progress=progress, learner=learner)
+    warn_small_pools(run)
     try:
         run.open()
     except RunError as exc:
         raise UserError(str(exc)) from None
     return run
+
+
+def warn_small_pools(run) -> None:
+    """Say so when a train pool holds no more than K items and a strategy retrieves examples:
+    every test question of that pool then gets the whole pool (retrieval chooses nothing)."""
+    import sys
+    from collections import Counter
+
+    from critique.base.vocab import EP_CRIT, EP_LABEL, EP_SEM_CRIT
+
+    pools = Counter(item.user for item in run.dataset.train)
+    retrieving = [s for s in run.config.strategies if s in (EP_LABEL, EP_CRIT, EP_SEM_CRIT)]
+    if pools and retrieving and min(pools.values()) <= run.config.k:
+        small = min(pools.values())
+        where = "a user's train pool" if len(pools) > 1 or None not in pools else "the train pool"
+        print(f"critique: warning: {where} holds {small} items and k = {run.config.k}: every test question of it "
+              f"retrieves the whole pool ({', '.join(retrieving)} choose nothing by similarity); use a larger "
+              "--limit or a smaller --k", file=sys.stderr)
 
 
 @dataclass

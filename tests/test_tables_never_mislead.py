@@ -136,3 +136,11 @@ def test_majority_baseline_per_user_is_averaged_over_users(tmp_path):
     synthetic.write_run(tmp_path / "run", synthetic.manifest("m", "p", kind="preference"), [], predictions)
     rows = cells.from_logs(load([str(tmp_path / "run")])).accuracy
     assert rows[0]["majority"] == pytest.approx(62.5)
+
+
+def test_a_limit_at_or_below_k_warns_that_retrieval_chooses_nothing(home, fake_llm, capsys):
+    assert run(home / "small", "--k", "5", "--strategies", "zero_shot,EP_CRIT") == 0
+    err = capsys.readouterr().err
+    assert "warning: the train pool holds 5 items and k = 5: every test question of it retrieves the whole pool" in err
+    assert run(home / "fine", "--k", "3", "--strategies", "zero_shot,EP_CRIT") == 0
+    assert "retrieves the whole pool" not in capsys.readouterr().err

@@ -69,6 +69,8 @@ def _build(args) -> int:
             continue
         users = f" ({len(dataset.card.users)} users)" if dataset.card.users else ""
         print(f"built {name}: {len(dataset.train)} train / {len(dataset.test)} test{users} -> {out}")
+        for line in dataset.card.extra.get("summary") or []:  # what the builder wants seen (sizes, leakage)
+            print(f"  {name}: {line}")
     return 2 if failed else 0
 
 
@@ -92,12 +94,12 @@ def _list(args) -> int:
     from critique.datasets.registry import REGISTRY, data_dir
     from critique.datasets.splits import CARD
 
-    print(f"{'name':10s} {'task':38s} {'answers':9s} {'built':6s} train/test")
+    print(f"{'name':16s} {'task':38s} {'answers':9s} {'built':6s} train/test")
     for name, spec in sorted(REGISTRY.items()):
         folder = data_dir(args.out) / name
         built = (folder / CARD).exists()
         size = sizes(folder) if built else ("generated on first use" if spec.generated else "-")
-        print(f"{name:10s} {spec.task:38s} {'/'.join(spec.answer_space):9s} {'yes' if built else 'no':6s} {size}")
+        print(f"{name:16s} {spec.task:38s} {'/'.join(spec.answer_space):9s} {'yes' if built else 'no':6s} {size}")
     return 0
 
 

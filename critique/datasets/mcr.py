@@ -31,6 +31,7 @@ NAME = "mcr"
 ANSWER_SPACE = ["1", "2", "3", "4"]
 RAW_FILE = "3-conditions_5-items.jsonl"
 N_TRAIN = N_TEST = 250
+BUILDER = 2  # 1: split record by record, so instances with the same item set could straddle it
 
 TASK = (
     "Each question gives a few items, several ranking conditions with a priority (high, "
@@ -193,10 +194,7 @@ def question(record: dict, options: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def make_item(rng: random.Random, line: int, record: dict, gold_position: int) -> Item | None:
-    wrong = distractors(rng, record)
-    if wrong is None:
-        return None
+def make_item(line: int, record: dict, wrong: list[tuple[str, list[str]]], gold_position: int) -> Item:
     options = [order for _, order in wrong]
     options.insert(gold_position, record["label"])
     mistakes = [why for why, _ in wrong]
@@ -206,8 +204,68 @@ def make_item(rng: random.Random, line: int, record: dict, gold_position: int) -
     return Item(f"mcr-{line:04d}", question(record, options), str(gold_position + 1), None, meta)
 
 
+def item_set(record: dict) -> frozenset:
+    """The items an instance ranks, order-free: instances with the same set share their items'
+    attributes (length, category, birth year), so they must stay on one side of the split."""
+    return frozenset(record["items"])
+
+
+def split_by_item_set(rng: random.Random, records: list[tuple[int, dict]], n_train: int, n_test: int):
+    """(train, test) lists of (line, record, wrong orderings). Records come in a seeded order,
+    those sharing an item set together; train is filled first, then test. A group goes wholly
+    to one side: where it does not fit the room left, its last records are left out, never put
+    on the other side. Records without three safe wrong orderings are skipped."""
+    groups: dict[frozenset, list] = {}
+    for line, record in rng.sample(records, len(records)):
+        groups.setdefault(item_set(record), []).append((line, record))
+    train: list[tuple] = []
+    test: list[tuple] = []
+    for group in groups.values():
+        side, room = (train, n_train) if len(train) < n_train else (test, n_test)
+        if len(side) >= room:
+            break
+        usable = [(line, record, wrong) for line, record in group
+                  if (wrong := distractors(rng, record)) is not None]
+        side.extend(usable[:room - len(side)])
+    return train, test
+
+
+def builder1_split(records: list[tuple[int, dict]], seed: int, n_train: int, n_test: int):
+    """The lines builder 1 put in train and in test (it split record by record), to report the
+    item sets that straddled its split."""
+    rng = random.Random(seed)
+    balanced_positions(rng, n_train, 4)  # builder 1 drew the answer positions first
+    balanced_positions(rng, n_test, 4, offset=1)
+    lines = []
+    for line, record in rng.sample(records, len(records)):
+        if len(lines) == n_train + n_test:
+            break
+        if distractors(rng, record) is not None:
+            lines.append(line)
+    return lines[:n_train], lines[n_train:]
+
+
+def item_set_report(records: list[tuple[int, dict]], splits: dict[str, list[int]], before) -> dict:
+    """Item sets shared among the upstream records, and how many straddle a split."""
+    by_line = {line: item_set(record) for line, record in records}
+    count: dict[frozenset, int] = {}
+    for key in by_line.values():
+        count[key] = count.get(key, 0) + 1
+    shared = {key for key, n in count.items() if n > 1}
+
+    def straddling(train, test) -> int:
+        return len({by_line[n] for n in train} & {by_line[n] for n in test})
+
+    return {"records": len(records), "distinct": len(count), "shared": len(shared),
+            "records_sharing": sum(count[key] for key in shared),
+            "shared_in_this_dataset": len(shared & {by_line[n] for lines in splits.values() for n in lines}),
+            "straddling": straddling(splits["train"], splits["test"]),
+            "straddling_builder1": straddling(*before)}
+
+
 def build(out: Path, seed: int = 0, raw: Path | None = None, n_train: int = N_TRAIN, n_test: int = N_TEST):
-    """Sample ``n_train + n_test`` instances of ``RAW_FILE`` under ``raw`` into ``out``."""
+    """Sample ``n_train + n_test`` instances of ``RAW_FILE`` under ``raw`` into ``out``; instances
+    with the same item set stay on one side of the split."""
     folder = raw_folder(raw, NAME)
     (path,) = require(folder, RAW_FILE)
     records = []
@@ -215,29 +273,35 @@ def build(out: Path, seed: int = 0, raw: Path | None = None, n_train: int = N_TR
         _check(path, line, record)
         records.append((line, record))
     rng = random.Random(seed)
-    positions = balanced_positions(rng, n_train, 4) + balanced_positions(rng, n_test, 4, offset=1)
-    items: list[Item] = []
-    for line, record in rng.sample(records, len(records)):
-        if len(items) == len(positions):
-            break
-        item = make_item(rng, line, record, positions[len(items)])
-        if item is not None:
-            items.append(item)
-    if len(items) < n_train + n_test:
-        raise DatasetError(f"{path}: only {len(items)} usable instances, {n_train + n_test} needed")
-    train, test = items[:n_train], items[n_train:]
-    for split, part in (("train", train), ("test", test)):
-        check_balanced(part, ANSWER_SPACE, f"{out}/{split}.jsonl")
+    chosen = dict(zip(("train", "test"), split_by_item_set(rng, records, n_train, n_test)))
+    if len(chosen["train"]) + len(chosen["test"]) < n_train + n_test:
+        raise DatasetError(f"{path}: only {len(chosen['train']) + len(chosen['test'])} usable instances, "
+                           f"{n_train + n_test} needed")
+    splits = {}
+    for split, offset in (("train", 0), ("test", 1)):
+        positions = balanced_positions(rng, len(chosen[split]), 4, offset=offset)
+        splits[split] = [make_item(line, record, wrong, pos) for (line, record, wrong), pos in
+                         zip(chosen[split], positions)]
+        check_balanced(splits[split], ANSWER_SPACE, f"{out}/{split}.jsonl")
+    sets = item_set_report(records, {s: [line for line, _, _ in chosen[s]] for s in chosen},
+                           builder1_split(records, seed, n_train, n_test))
+    if sets["straddling"]:
+        raise DatasetError(f"{path}: {sets['straddling']} item sets straddle the split (a bug in the builder)")
     card = DatasetCard(
         name=NAME, task=TASK, answer_space=ANSWER_SPACE,
         source="MCRank (Pezeshkpour & Hruschka), github.com/megagonlabs/MCR @ db2659835e4b, "
                f"data/Token-level/{RAW_FILE}",
         license="BSD-3-Clause (repository); component sources per its NOTICE "
                 "(CC BY-SA 4.0, public domain, Apache-2.0, CC BY-NC 4.0)",
-        version=f"MCRank token-level {RAW_FILE}; builder 1", seed=seed,
+        version=f"MCRank token-level {RAW_FILE}; builder {BUILDER}", seed=seed,
         build_command=f"critique datasets build {NAME} --raw DIR --seed {seed}",
         description="MCRank instances as 4-option multiple choice: the gold ordering and three orderings "
-                    "produced by plausible mistakes (priority swapped, condition ignored or reversed).",
-        extra={"raw_sha256": raw_checksums(folder, [path])},
+                    "produced by plausible mistakes (priority swapped, condition ignored or reversed). "
+                    "Instances that rank the same set of items stay on one side of the train/test split "
+                    "(extra.item_sets).",
+        extra={"raw_sha256": raw_checksums(folder, [path]), "item_sets": sets,
+               "summary": [f"{sets['shared']} item sets are shared by {sets['records_sharing']} of the "
+                           f"{sets['records']} upstream records; {sets['straddling']} straddle train/test "
+                           f"(builder 1's record-by-record split, same seed: {sets['straddling_builder1']})"]},
     )
-    return write_dataset(out, card, train, test)
+    return write_dataset(out, card, splits["train"], splits["test"])

@@ -32,16 +32,19 @@ register(DatasetSpec(mcr_gen.NAME, "multi-condition ranking (generated)", tuple(
                      mcr_gen.build, generated=True))
 register(DatasetSpec(pref_gen.NAME, "preference, hidden rules (generated)", tuple(preference.ANSWER_SPACE),
                      pref_gen.build, generated=True))
-for _name, _task, _space, _build in [
-    ("mcr", "multi-condition ranking (MCRank)", mcr.ANSWER_SPACE, mcr.build),
-    ("pubmed", "biomedical yes/no question (PubMedQA)", pubmed.ANSWER_SPACE, pubmed.build),
-    ("nfcorpus", "directly cited paper (NFCorpus)", nfcorpus.ANSWER_SPACE, nfcorpus.build),
-    ("steam", "game preference (Steam)", preference.ANSWER_SPACE, preference.steam),
-    ("book", "book preference (Book-Crossing)", preference.ANSWER_SPACE, preference.book),
-    ("anime", "anime preference (MyAnimeList)", preference.ANSWER_SPACE, preference.anime),
-    ("movie", "movie preference (MovieLens)", preference.ANSWER_SPACE, preference.movie),
+for _name, _task, _space, _build, _raw in [
+    ("mcr", "multi-condition ranking (MCRank)", mcr.ANSWER_SPACE, mcr.build, "mcr"),
+    ("pubmed", "biomedical yes/no question (PubMedQA)", pubmed.ANSWER_SPACE, pubmed.build, "pubmed"),
+    ("nfcorpus", "directly cited paper (NFCorpus)", nfcorpus.ANSWER_SPACE, nfcorpus.build, "nfcorpus"),
+    # the article-disjoint variant, for measuring train/test leakage: reads nfcorpus's raw folder
+    (nfcorpus.GROUPED, "directly cited paper, article-disjoint", nfcorpus.ANSWER_SPACE, nfcorpus.build_grouped,
+     "nfcorpus"),
+    ("steam", "game preference (Steam)", preference.ANSWER_SPACE, preference.steam, "steam"),
+    ("book", "book preference (Book-Crossing)", preference.ANSWER_SPACE, preference.book, "book"),
+    ("anime", "anime preference (MyAnimeList)", preference.ANSWER_SPACE, preference.anime, "anime"),
+    ("movie", "movie preference (MovieLens)", preference.ANSWER_SPACE, preference.movie, "movie"),
 ]:
-    register(DatasetSpec(_name, _task, tuple(_space), _build, generated=False, raw_subdir=_name))
+    register(DatasetSpec(_name, _task, tuple(_space), _build, generated=False, raw_subdir=_raw))
 
 
 def resolve(name_or_path: str, data: str | Path | None = None) -> Dataset:
@@ -59,4 +62,4 @@ def resolve(name_or_path: str, data: str | Path | None = None) -> Dataset:
     if spec.generated:
         return spec.build(built)
     raise DatasetError(f"dataset {spec.name!r} is not built yet: run `critique datasets build {spec.name} "
-                       f"--raw DIR` first (`critique datasets download {spec.name}` fetches the raw files)")
+                       f"--raw DIR` first (`critique datasets download {spec.raw_subdir}` fetches the raw files)")

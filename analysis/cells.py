@@ -13,7 +13,7 @@ prediction was read), per user for preference data.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from critique.analysis import tally
 from critique.base import vocab
@@ -43,6 +43,9 @@ class Cells:
     suggestibility: list[dict]  # accuracy with a truthful / a lying critique in context
     ablations: list[dict]  # test accuracy of ablation runs, by ablation name and value
     source: str = "logs"
+    # (model as shown, dataset) -> {"model": the model's own name, "settings": ...}: what a shown
+    # model with its variant stands for (analysis.read.label_variants); empty for CSV input
+    labels: dict = field(default_factory=dict)
 
 
 def name_key(value) -> tuple:
@@ -227,4 +230,6 @@ def from_logs(logs: Logs) -> Cells:
         suggestibility=_suggestibility(suggestibility),
         ablations=ablation_rows,
         source="logs",
+        labels={(model_label(m), m["dataset"]): {"model": m["model"], "settings": m["settings"]} for m in logs.runs
+                if m["probe"] is None and m["ablation"] is None},
     )

@@ -56,9 +56,10 @@ def register(sub) -> None:
     add_inputs(report)
     report.add_argument("-o", "--output", metavar="FILE", default="report.html", help="(default: report.html)")
     report.set_defaults(func=run_report)
-    from critique.analysis import export
+    from critique.analysis import audit, export
 
     export.register(sub)
+    audit.register(sub)
 
 
 @dataclass
@@ -143,11 +144,18 @@ def analyse(args) -> Analysis:
     if getattr(args, "inference", False):
         from critique.analysis import items
 
-        data = stats.call(items.finish, items.table2_p(result), items.c4_points(cells, result))
-        analysis.inference = items.tables(data, result)
+        try:
+            data = stats.call(items.finish, items.table2_p(result), items.c4_points(cells, result))
+        except Exception as exc:  # noqa: BLE001 - the paper's tables stand; the item-level ones are left out
+            errors.append(f"the item-level inference failed ({exc}); its tables are left out")
+        else:
+            errors.extend(e for e in data.get("errors", []) if e not in errors)
+            analysis.inference = items.tables(data, result)
     if csv_result is not None:
         analysis.published = csv_result
         analysis.extra = tables.comparison(result, csv_result)
+        analysis.heading += (" Compared with per-cell CSV numbers: "
+                             + ", ".join(f"{k} = {v}" for k, v in csvs.items() if v) + ".")
     return analysis
 
 
@@ -176,7 +184,8 @@ def run_tables(args) -> int:
                                   analysis.published, analysis.extra, analysis.inference)
         else:
             text = render.markdown(analysis.result, analysis.heading, analysis.extra,
-                                   analysis.inputs.get("experiments"), analysis.inference)
+                                   analysis.inputs.get("experiments"), analysis.inference, analysis.problems,
+                                   analysis.errors)
     finally:
         stats.stop_helper()  # no helper process outlives the command (a library caller's process goes on)
     write(text, args.output)

@@ -86,16 +86,16 @@ def run_export(args) -> int:
                               "or use --format csv") from None
     from critique.analysis import frames
 
-    logs = frames.load(args.runs, allow_mixed=args.allow_mixed)
+    logs = frames.load(args.runs, allow_mixed=args.allow_mixed, learners=True)  # a fit's records too
+    if not logs.metas:
+        raise _user_error("no readable run directory among the inputs: " + "; ".join(logs.errors or logs.problems))
+    tables = {name: getattr(logs, name)() for name in chosen}  # read everything before writing anything
     for line in logs.problems:
         print(f"critique: warning: {line}", file=sys.stderr)
     for line in logs.errors:
         print(f"critique: error: {line}", file=sys.stderr)
-    if not logs.metas:
-        raise _user_error("no readable run directory among the inputs: " + "; ".join(logs.errors))
     out = Path(args.to)
-    for name in chosen:
-        frame = getattr(logs, name)()
+    for name, frame in tables.items():
         path = out / f"{name}.{args.format}"
         write_table(frame, path, args.format)
         print(f"critique: wrote {path} ({len(frame):,} rows) from {len(logs.metas)} run directories", file=sys.stderr)

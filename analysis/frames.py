@@ -29,6 +29,7 @@ import pandas as pd
 
 from critique.analysis import read
 from critique.analysis.jsonl import scan
+from critique.analysis.tally import label
 from critique.base import rundir, vocab
 
 EXPERIMENT_COLUMNS = ["run", "model", "variant", "dataset", "probe", "attribution", "ablation", "ablation_value",
@@ -46,6 +47,7 @@ PREDICTION_COLUMNS = {  # column -> meaning (beyond EXPERIMENT_COLUMNS): the doc
     "retrieved": "ids of the episodic entries in the prompt, nearest first (a list)",
     "request_hash": "the answering call's request hash", "prompt_tokens": "input tokens",
     "completion_tokens": "output tokens (reasoning included)", "reasoning_tokens": "reasoning tokens",
+    "retrieved_questions": "the questions of those entries, from the run's memory/episodic.jsonl (a list)",
     "counted": "the record the tables count (the latest of its item in its experiment)",
     "repeat": "consistency probe: the repeat's number (null otherwise)",
 }
@@ -61,7 +63,9 @@ class Logs:
 
     def predictions(self, questions: bool = True) -> pd.DataFrame:
         """One row per logged prediction record (PREDICTION_COLUMNS and the experiment's)."""
-        frame = _frame(self.metas, rundir.PREDICTIONS, self.problems)
+        frame = _frame(self.metas, rundir.PREDICTIONS, self.problems, self.errors)
+        for column in ITEM_KEY:
+            frame[column] = frame[column].map(_label) if column in frame else None
         for name in PREDICTION_COLUMNS:
             if name not in frame:
                 frame[name] = None
@@ -70,6 +74,10 @@ class Logs:
         if questions:
             frame["question"] = [_question(self._questions, m, u, i) for m, u, i in
                                  zip(frame["run"], frame["user"], frame["item_id"])]
+            entries = {m["path"]: _entry_questions(m, self.problems) for m in self.metas}
+            frame["retrieved_questions"] = [
+                [entries[run].get(str(e)) for e in ids] if isinstance(ids, list) else None
+                for run, ids in zip(frame["run"], frame["retrieved"])]
         return _ordered(frame, list(PREDICTION_COLUMNS))
 
     def outcomes(self) -> pd.DataFrame:
@@ -80,10 +88,14 @@ class Logs:
         and repeat."""
         rows, runs, experiments = [], [], {}
         for order, meta in enumerate(self.metas):
-            found = scan(Path(meta["path"]) / rundir.PREDICTIONS, OUTCOME_FIELDS, self.problems)
+            experiments.setdefault(read.experiment(meta), len(experiments))
+            try:
+                found = scan(Path(meta["path"]) / rundir.PREDICTIONS, OUTCOME_FIELDS, self.problems)
+            except OSError as exc:
+                self.errors.append(f"{meta['path']}: cannot read its logs ({exc}); left out")
+                continue
             rows += found
             runs += [order] * len(found)
-            experiments.setdefault(read.experiment(meta), len(experiments))
         columns = ["model", "base_model", "dataset", "kind", "probe", "ablation", "ablation_value", "seed",
                    "unseeded", "experiment"]
         about = pd.DataFrame([[read.model_label(m), m["model"], m["dataset"], m["kind"], m["probe"], m["ablation"],
@@ -93,6 +105,8 @@ class Logs:
                              columns=columns)
         frame = pd.DataFrame.from_records(rows, columns=list(OUTCOME_FIELDS))
         frame = pd.concat([about.iloc[runs].reset_index(drop=True), frame], axis=1)
+        for column in ITEM_KEY:  # as the tables count them (analysis.tally.label): a list is its text
+            frame[column] = frame[column].map(_label)
         frame["user"] = frame["user"].where(frame["kind"] == vocab.PREFERENCE, "").fillna("").astype(str)
         frame["item_id"] = frame["item_id"].astype(str)
         frame = frame.drop_duplicates(["experiment", *ITEM_KEY], keep="last")  # runs are in start order
@@ -102,7 +116,7 @@ class Logs:
 
     def calls(self) -> pd.DataFrame:
         """One row per logged call record; `prompt` is its messages' text, one message per paragraph."""
-        frame = _frame(self.metas, rundir.CALLS, self.problems)
+        frame = _frame(self.metas, rundir.CALLS, self.problems, self.errors)
         if "messages" in frame:
             frame["prompt"] = [None if not isinstance(m, list) else "\n\n".join(
                 str(x.get("content", "")) for x in m if isinstance(x, dict)) for m in frame.pop("messages")]
@@ -114,8 +128,16 @@ class Logs:
         rows = []
         for meta in self.metas:
             path = Path(meta["path"]) / rundir.MEMORY / "episodic.jsonl"
-            for entry in rundir.read_jsonl(path, self.problems) if path.exists() else []:
-                critique = entry.pop("critique", None) or {}
+            try:
+                entries = rundir.read_jsonl(path, self.problems) if path.exists() else []
+            except OSError as exc:
+                self.errors.append(f"{path}: cannot be read ({exc}); left out")
+                continue
+            for entry in entries:
+                if not isinstance(entry, dict):
+                    continue
+                critique = entry.pop("critique", None)
+                critique = critique if isinstance(critique, dict) else {}
                 rows.append({**_experiment(meta), **entry, **{f"critique_{k}": v for k, v in critique.items()}})
         frame = pd.DataFrame(rows)
         if frame.empty:
@@ -133,12 +155,12 @@ class Logs:
         return self._question_cache
 
 
-def load(paths: list[str], allow_mixed: bool = False) -> Logs:
+def load(paths: list[str], allow_mixed: bool = False, learners: bool = False) -> Logs:
     """The run directories among `paths` (folders count as the runs below them), grouped into
-    experiments as `critique tables` groups them."""
+    experiments as `critique tables` groups them; `learners`: a critique.Learner's folders too."""
     errors: list[str] = []
     problems: list[str] = []
-    return Logs(read.runs(paths, allow_mixed, errors, problems), problems, errors)
+    return Logs(read.runs(paths, allow_mixed, errors, problems, learners), problems, errors)
 
 
 def _experiment(meta: dict) -> dict:
@@ -169,10 +191,19 @@ def _records(path: Path, problems: list[str]) -> list[dict]:
     return out
 
 
-def _frame(metas: list[dict], name: str, problems: list[str]) -> pd.DataFrame:
+def _label(value):
+    """A key value as the tables count it: text, a number, or None; anything else as its text."""
+    return str(label(value)) if value is not None and not isinstance(value, str) else value
+
+
+def _frame(metas: list[dict], name: str, problems: list[str], errors: list[str]) -> pd.DataFrame:
     parts = []
     for order, meta in enumerate(metas):
-        records = _records(Path(meta["path"]) / name, problems)
+        try:
+            records = _records(Path(meta["path"]) / name, problems)
+        except OSError as exc:
+            errors.append(f"{Path(meta['path']) / name}: cannot be read ({exc}); left out")
+            continue
         if not records:
             continue
         part = pd.DataFrame.from_records(records)
@@ -206,6 +237,16 @@ def _dataset_questions(meta: dict) -> dict[tuple, str]:
             if isinstance(item, dict) and "id" in item:
                 out[(user, str(item["id"]))] = item.get("question")
     return out
+
+
+def _entry_questions(meta: dict, problems: list[str]) -> dict[str, str]:
+    """Episodic entry id -> its question, in one run's memory."""
+    path = Path(meta["path"]) / rundir.MEMORY / "episodic.jsonl"
+    try:
+        entries = rundir.read_jsonl(path, problems) if path.is_file() else []
+    except OSError:
+        return {}
+    return {str(e.get("id")): e.get("question") for e in entries if isinstance(e, dict)}
 
 
 def _question(questions: dict, run: str, user: str, item_id) -> str | None:

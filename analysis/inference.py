@@ -254,6 +254,12 @@ def pooled(frame: pd.DataFrame) -> pd.DataFrame:
     data = data[informative].reset_index(drop=True)
     if data.empty:
         return _pooled_failure("no variation in correctness (every cell all right or all wrong)")
+    rates = data.groupby("strategy")["correct"].mean()
+    constant = [s for s in STRATEGIES if s in rates.index and rates[s] in (0.0, 1.0)]
+    if constant:  # perfect separation: these strategies are left out of the fit, the others are not
+        data = data[~data["strategy"].isin(constant)].reset_index(drop=True)
+        if data.empty:
+            return _pooled_failure(f"perfect separation: {', '.join(constant)} all right or all wrong")
     seen = set(data["strategy"].unique())
     present = [s for s in STRATEGIES if s in seen]
     reference = next((b for b in BASELINES if b in present), None)
@@ -267,10 +273,6 @@ def pooled(frame: pd.DataFrame) -> pd.DataFrame:
     if len(data) <= columns or groups.max() + 1 < 2 or not others:
         return _pooled_failure(f"too few rows or clusters ({len(data)} rows, {groups.max() + 1} clusters, "
                                f"{len(present)} strategies)")
-    rates = data.groupby("strategy")["correct"].mean()
-    constant = [s for s in present if rates[s] in (0.0, 1.0)]
-    if constant:
-        return _pooled_failure(f"perfect separation: {', '.join(constant)} all right or all wrong")
     x = np.zeros((len(data), columns))
     x[np.arange(len(data)), cell_codes] = 1.0
     strategy, pattern = data["strategy"].to_numpy(), cell_codes * (len(others) + 1)
@@ -291,9 +293,12 @@ def pooled(frame: pd.DataFrame) -> pd.DataFrame:
         row = {"strategy": s, "baseline": b, "odds_ratio": math.nan, "ci_low": math.nan,
                "ci_high": math.nan, "p": math.nan, "method": method}
         rows.append(row)
-        absent = [name for name in (s, b) if name not in present]
-        if absent:
-            row["method"] = f"not estimated: {' and '.join(absent)} not in the data (or only in dropped cells)"
+        separated = [name for name in (s, b) if name in constant]
+        absent = [name for name in (s, b) if name not in present and name not in constant]
+        if separated or absent:
+            row["method"] = "not estimated: " + "; ".join(
+                ([f"{' and '.join(separated)} all right or all wrong (perfect separation)"] if separated else [])
+                + ([f"{' and '.join(absent)} not in the data (or only in dropped cells)"] if absent else []))
             continue
         contrast = np.zeros(columns)
         contrast[position[s]] = 1.0

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from critique.analysis.cells import Cells
-from critique.analysis.tables import Result, gains, points, suggestibility
+from critique.analysis.tables import Result, gains, study_points, suggestibility
 from critique.analysis.tabular import Table, records
 from critique.base import vocab
 
@@ -75,14 +75,37 @@ def compute(metas: list[dict], seed: int = SEED, resamples: int = RESAMPLES) -> 
     """The item-level numbers that need only the logs: paired rows, pooled rows, repeat spread."""
     from critique.analysis import frames, inference
 
-    problems: list[str] = []
-    outcomes = frames.Logs(metas, problems).outcomes()
+    logs = frames.Logs(metas)
+    outcomes = logs.outcomes()
     tests = _test_rows(outcomes)
-    paired = inference.paired(tests, seed=seed, resamples=resamples, confidence=CONFIDENCE)
+    paired = _marked(inference.records(inference.paired(tests, seed=seed, resamples=resamples,
+                                                        confidence=CONFIDENCE)), tests)
+    pooled = inference.records(inference.pooled(tests))
+    for row in pooled:  # a zero standard error (no discordant item anywhere) gives no interval
+        if row["ci_low"] is not None and row["ci_low"] == row["ci_high"]:
+            row["ci_low"] = row["ci_high"] = row["p"] = None
     repeated = _repeats(outcomes)
-    return {"paired": inference.records(paired), "pooled": inference.records(inference.pooled(tests)),
+    return {"paired": paired, "pooled": pooled, "errors": logs.errors,
             "repeat_spread": inference.records(inference.repeat_spread(repeated)) if repeated is not None else [],
             "seed": seed, "resamples": resamples, "confidence": CONFIDENCE, "when": WHEN}
+
+
+def _marked(rows: list[dict], tests) -> list[dict]:
+    """Paired rows with what a reader must see beside them: `errors` (predictions of either arm that
+    ended in an error, counted wrong) and `flagged`; `direction_agrees` (false: the difference,
+    averaged per user on preference data, and the discordant items, counted over all items, point
+    opposite ways); no interval where no item is discordant (it would read as exact)."""
+    errors = tests[tests["error"]].groupby(["model", "dataset", "strategy"]).size().to_dict()
+    for row in rows:
+        row["errors"] = int(errors.get((row["model"], row["dataset"], row["strategy"]), 0)
+                            + errors.get((row["model"], row["dataset"], row["baseline"]), 0))
+        row["flagged"] = row["errors"] > 0
+        wins, losses, diff = row["discordant_wins"], row["discordant_losses"], row["diff"]
+        sign = (wins > losses) - (wins < losses)
+        row["direction_agrees"] = diff is None or ((diff > 0) - (diff < 0)) == sign
+        if wins + losses == 0:
+            row["ci_low"] = row["ci_high"] = None
+    return rows
 
 
 def finish(computed: dict, table2_p: list, c4_points: dict[str, list[dict]] | None) -> dict:
@@ -105,7 +128,7 @@ def c4_points(cells: Cells, result: Result) -> dict[str, list[dict]] | None:
     primary = claim.get("attribution") or ""
     suggestible = {(r["model"], r["dataset"]): r["suggestibility"] for r in suggestibility(cells)
                    if (r["attribution"] or "") == primary and r["suggestibility"] is not None}
-    wide, out = points(cells.accuracy), {}
+    wide, out = study_points(cells)[0], {}
     for baseline, suffix in ((vocab.ZERO_SHOT, "zero_shot"), (vocab.EP_LABEL, "ep_label")):
         gain = gains(wide, vocab.BEST, baseline)
         out[suffix] = [{"model": m, "dataset": d, "suggestibility": s, "gain": gain[(m, d)]}
@@ -119,7 +142,7 @@ def table2_p(result: Result) -> list:
 
 
 PAIRED = ["model", "dataset", "strategy", "baseline", "n", "acc_strategy", "acc_baseline", "diff", "ci_low", "ci_high",
-          "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm"]
+          "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm", "errors", "flagged", "direction_agrees"]
 POOLED = ["strategy", "baseline", "odds_ratio", "ci_low", "ci_high", "p"]
 SPREAD = ["model", "dataset", "strategy", "repeats", "mean", "sd", "min", "max"]
 
@@ -132,12 +155,16 @@ def tables(data: dict, result: Result) -> Inference:
                 f"percentile bootstrap interval over items ({data['resamples']} resamples, seed {data['seed']}; users "
                 "resampled as clusters on preference data, whose accuracy is the mean over users as in Table 1); "
                 "discordant: items the strategy got right and the baseline wrong (wins) and the reverse (losses); "
-                "p_mcnemar: exact McNemar test on them; p_holm: Holm-adjusted over every row of this table")
+                "p_mcnemar: exact McNemar test on them (items, not users: on preference data it ignores the "
+                "clustering the interval respects); p_holm: Holm-adjusted over every row of this table; no interval "
+                "where no item is discordant; errors: predictions of either arm that ended in an error (flagged: "
+                "counted wrong, not answers of the model); direction_agrees no: the per-user difference and the "
+                "discordant items point opposite ways, so read the two apart")
         out.append(Table("paired", TITLES["paired"], PAIRED, records(data["paired"], PAIRED), note=note))
     else:
         out.append(Table("paired", TITLES["paired"], skipped="no (model, dataset) point has a critique strategy and "
                                                              "a baseline answered on the same items"))
-    methods = " ".join(sorted({r["method"] for r in data["pooled"] if r.get("method")}))
+    methods = "; ".join(sorted({r["method"].rstrip(".") for r in data["pooled"] if r.get("method")}))
     out.append(Table("pooled", TITLES["pooled"], POOLED, records(data["pooled"], POOLED),
                      note="odds ratio > 1: the strategy is more often right than the baseline; " + methods,
                      formats={"ci_low": ".2f", "ci_high": ".2f"}))

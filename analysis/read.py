@@ -28,7 +28,10 @@ PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout
                      "completion_tokens", "reasoning_tokens", "error", "gold")  # the order analysis.tally reads
 # What an experiment is, besides its model, dataset, probe and ablation: the run settings that
 # make a run directory one run (critique.base.config.IDENTITY), the data and the prompt templates.
-SETTINGS = tuple(k for k in IDENTITY if k != "model") + ("data", "templates")
+SETTINGS = tuple(k for k in IDENTITY if k != "model") + ("endpoint", "weights", "data", "templates")
+DERIVED = 4  # the last settings come from elsewhere than the config's IDENTITY fields
+# The setting an ablation varies: its experiments differ in it by design.
+ABLATED = {"k": "k", "parts": "parts", "train_size": "train_fraction"}
 # A prediction carries the tokens of the call that answered it, so only the calls without a
 # prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
 CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error")
@@ -66,6 +69,10 @@ def find_runs(paths: list[str], errors: list[str]) -> list[Path]:
     return list(unique.values())
 
 
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
 def run_meta(path: Path, manifest: dict) -> dict:
     """One run's identity, from its manifest (KeyError/TypeError when required fields are missing)."""
     config, dataset = manifest["config"], manifest["dataset"]
@@ -73,15 +80,21 @@ def run_meta(path: Path, manifest: dict) -> dict:
     ablation = manifest.get("ablation") or {}
     value = ablation.get("value")
     templates = {str(k): str(v) for k, v in (manifest.get("templates") or {}).items()}
-    settings = {k: config.get(k) for k in SETTINGS[:-2]}
+    settings = {k: config.get(k) for k in SETTINGS[:-DERIVED]}
+    settings["endpoint"] = config.get("endpoint_id") or config.get("api_base")
+    local = manifest.get("local_model")
+    settings["weights"] = _digest(local) if local else None  # the embedded model's file and bounds
     settings["data"] = str(dataset.get("checksum") or "")[:12]
-    settings["templates"] = hashlib.sha256(json.dumps(templates, sort_keys=True).encode()).hexdigest()[:12]
+    settings["templates"] = _digest(templates)
     return {
         "path": str(path),
         "model": str(config["model"]),
         "dataset": str(dataset["name"]),
         "kind": dataset.get("kind") or "single",
         "probe": probe.get("name"),
+        # the probe's other arguments (a consistency probe's repeats and split) tell probes apart
+        "probe_args": json.dumps({k: v for k, v in probe.items() if k not in ("name", "attribution")},
+                                 sort_keys=True, default=str) if probe else None,
         "attribution": (probe.get("attribution") or "") if probe else None,
         "ablation": ablation.get("name"),
         "ablation_value": json.dumps(value) if isinstance(value, (list, dict)) else value,
@@ -92,7 +105,8 @@ def run_meta(path: Path, manifest: dict) -> dict:
         "templates": templates,
         "settings": settings,  # what else defines the experiment (SETTINGS)
         "variant": "",  # the settings that tell it from another experiment of its kind (see label_variants)
-        "learner": manifest.get("learner") is True,  # a Learner's fit: not a study run
+        # a Learner's fit is not a study run (older Learner folders have no mark: no test split either)
+        "learner": manifest.get("learner") is True or (manifest.get("learner") is None and dataset.get("n_test") == 0),
     }
 
 
@@ -130,11 +144,12 @@ def _runs_with(digest: str, runs: list[str]) -> str:
     return f"{digest[:12]} in {runs[0]}{more}"
 
 
-def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: list[str]) -> list[dict]:
+def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: list[str],
+           keep_learners: bool = False) -> list[dict]:
     """The runs that may be pooled: mixed template hashes are refused unless allowed; a
-    Learner's folders are not study runs."""
+    Learner's folders are not study runs (unless kept: an export)."""
     learners = [m for m in metas if m["learner"]]
-    if learners:
+    if learners and not keep_learners:
         shown = ", ".join(m["path"] for m in learners[:3]) + (", ..." if len(learners) > 3 else "")
         problems.append(f"{len(learners)} run director{'y is' if len(learners) == 1 else 'ies are'} a "
                         f"critique.Learner's (no test split), not study runs; left out: {shown}")
@@ -187,7 +202,8 @@ def read_records(path: str, plain: bool, shared: bool, with_users: bool,
 
 def kind(meta: dict) -> tuple:
     """What an experiment measures: model, dataset, probe and ablation (its settings aside)."""
-    return tuple(str(meta[k]) for k in ("model", "dataset", "probe", "attribution", "ablation", "ablation_value"))
+    return tuple(str(meta[k]) for k in ("model", "dataset", "probe", "attribution", "probe_args", "ablation",
+                                        "ablation_value"))
 
 
 def experiment(meta: dict) -> tuple:
@@ -199,24 +215,36 @@ def _shown(name: str, value) -> str:
     return f"{name}={'default' if value is None else value}"
 
 
+def _what(meta: dict) -> str:
+    if meta["probe"] is not None:
+        return f"probe {meta['probe']}"
+    return f"ablation {meta['ablation']}" if meta["ablation"] is not None else "plain run"
+
+
 def label_variants(metas: list[dict], problems: list[str]) -> None:
-    """Name what differs between experiments of one kind (several settings of one model, dataset,
-    probe and ablation): each gets `variant`, e.g. "k=1, temperature=0.7", and is kept apart
-    (see `model_label`); a problem says which settings differ."""
-    kinds: dict[tuple, dict[str, dict]] = {}
+    """Name the settings that differ between the experiments of one model and dataset (plain runs,
+    probes, ablations; an ablation's own setting aside): each experiment gets `variant`, e.g.
+    "k=1, temperature=0.7", so the tables keep them apart (see `model_label`) and a probe is joined
+    only with the plain run of its own settings; a problem says which settings differ."""
+    groups: dict[tuple, dict[tuple, dict]] = {}
     for meta in metas:
-        kinds.setdefault(kind(meta), {}).setdefault(experiment(meta)[-1], meta["settings"])
-    for key, variants in kinds.items():
-        if len(variants) < 2:
+        groups.setdefault((meta["model"], meta["dataset"]), {}).setdefault(experiment(meta), meta)
+    for (model, dataset), members in groups.items():
+        def values(setting: str) -> set:
+            return {json.dumps(m["settings"].get(setting), default=str) for m in members.values()
+                    if ABLATED.get(m["ablation"]) != setting}
+        differ = [s for s in SETTINGS if len(values(s)) > 1]
+        if not differ:
             continue
-        differ = [s for s in SETTINGS if len({json.dumps(v.get(s), default=str) for v in variants.values()}) > 1]
-        labels = {digest: ", ".join(_shown(s, v.get(s)) for s in differ) for digest, v in variants.items()}
+        shown = {}
         for meta in metas:
-            if kind(meta) == key:
-                meta["variant"] = labels[experiment(meta)[-1]]
-        what = " / ".join(v for v in key if v not in ("None", ""))
-        problems.append(f"{what}: runs with different {', '.join(differ)} are kept apart as {len(variants)} "
-                        f"experiments ({'; '.join(sorted(labels.values()))}); the model column names each")
+            if (meta["model"], meta["dataset"]) == (model, dataset):
+                own = [s for s in differ if ABLATED.get(meta["ablation"]) != s]
+                meta["variant"] = ", ".join(_shown(s, meta["settings"].get(s)) for s in own)
+                shown.setdefault(f"{_what(meta)} [{meta['variant']}]", None)
+        problems.append(f"{model} / {dataset}: runs with different {', '.join(differ)} are kept apart "
+                        f"({'; '.join(shown)}); the model column names each, and only experiments of the same "
+                        "settings are compared")
 
 
 def describe(metas: list[dict]) -> list[dict]:
@@ -285,10 +313,11 @@ class Pending:
         return self._done
 
 
-def runs(paths: list[str], allow_mixed: bool, errors: list[str], problems: list[str]) -> list[dict]:
+def runs(paths: list[str], allow_mixed: bool, errors: list[str], problems: list[str],
+         learners: bool = False) -> list[dict]:
     """The runs among `paths` that may be analysed (see `select`), oldest first (a later run's
     records replace an earlier one's), their variants named (see `label_variants`)."""
-    metas = select(read_manifests(find_runs(paths, errors), errors), allow_mixed, errors, problems)
+    metas = select(read_manifests(find_runs(paths, errors), errors), allow_mixed, errors, problems, learners)
     metas.sort(key=lambda m: (m["started"], m["path"]))
     label_variants(metas, problems)
     return metas

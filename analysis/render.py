@@ -117,13 +117,17 @@ def _markdown_tables(tables: list[Table]) -> list[str]:
 
 
 def markdown(result: Result, heading: str, extra: list[Table] | None = None,
-             experiments: list[dict] | None = None, inference=None) -> str:
+             experiments: list[dict] | None = None, inference=None, problems: list[str] | None = None,
+             errors: list[str] | None = None) -> str:
     parts = [f"# Study tables\n\n{heading}", *_markdown_tables([*result.tables, *(extra or [])]),
              "## Headline claims\n\n" + "\n".join(claim_lines(result))]
     if inference is not None:
         parts += ["# Item-level inference\n\n" + inference.data["when"], *_markdown_tables(inference.tables)]
     if experiments:
         parts += _markdown_tables([inputs_table(experiments)])
+    if problems or errors:
+        parts.append("## Input problems\n\n" + "\n".join([*(f"- error: {e}" for e in errors or []),
+                                                           *(f"- warning: {w}" for w in problems or [])]))
     return "\n\n".join(parts) + "\n"
 
 

@@ -143,7 +143,7 @@ def plot_forest(inference):
     per = {b: [r for r in rows if r["baseline"] == b] for b in baselines}
     height = max(2.5, 0.22 * max(len(v) for v in per.values()) + 1.2)
     figure, axes = plt.subplots(1, len(baselines), figsize=(5.5 * len(baselines), height), sharey=True, squeeze=False)
-    labels = [f"{r['model']} / {r['dataset']} / {r['strategy']}" for r in per[baselines[0]]]
+    labels = list(dict.fromkeys(f"{r['model']} / {r['dataset']} / {r['strategy']}" for r in rows))
     for axis, baseline in zip(axes[0], baselines):
         mine = {f"{r['model']} / {r['dataset']} / {r['strategy']}": r for r in per[baseline]}
         for y, label in enumerate(labels):
@@ -152,10 +152,11 @@ def plot_forest(inference):
                 continue
             low = r["diff"] - (r["ci_low"] if r["ci_low"] is not None else r["diff"])
             high = (r["ci_high"] if r["ci_high"] is not None else r["diff"]) - r["diff"]
-            axis.errorbar(r["diff"], y, xerr=[[low], [high]], fmt="o", color="#1f77b4", ms=4, capsize=2)
+            colour = "#d62728" if r.get("flagged") else "#1f77b4"  # red: some predictions ended in errors
+            axis.errorbar(r["diff"], y, xerr=[[low], [high]], fmt="o", color=colour, ms=4, capsize=2)
         axis.axvline(0, color="#999", lw=0.8)
         axis.set_title(f"over {baseline}", fontsize=9)
-        axis.set_xlabel("paired difference in accuracy (points), 95% bootstrap interval")
+        axis.set_xlabel("paired difference (points), 95% bootstrap interval; red: with errors")
     axes[0][0].set_yticks(range(len(labels)), labels, fontsize=7)
     axes[0][0].invert_yaxis()
     return figure, None

@@ -46,7 +46,7 @@ def manifest(model: str, dataset: str, kind: str = "single", probe: dict | None 
         dataset=records.make("dataset", name=dataset, path=f"datasets/{dataset}", checksum="0" * 64, kind=kind,
                              answer_space=["A", "B"], users=[], n_train=0, n_test=0),
         templates=dict(TEMPLATES if templates is None else templates),
-        versions={"python": "3.11"}, probe=probe, ablation=ablation, local_model=None)
+        versions={"python": "3.11"}, probe=probe, ablation=ablation, local_model=None, learner=False)
 
 
 def call(stage: str, strategy: str | None = None, item_id: str | None = "i0", user: str | None = None,

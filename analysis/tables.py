@@ -64,6 +64,33 @@ def points(accuracy: list[dict]) -> Points:
     return out
 
 
+def study_points(cells: Cells) -> tuple[Points, list[str]]:
+    """Table 2's and the claims' points: one per model and dataset. Several plain experiments of one
+    model and dataset (analysis.read.label_variants) that differ in their seed alone count as one
+    point, the mean over seeds (keyed by the model's own name); differing in anything else, they
+    are left out, since the tests assume independent points. Also says what it did."""
+    groups: dict[tuple, list] = {}
+    for (label, dataset), accuracy in points(cells.accuracy).items():
+        about = cells.labels.get((label, dataset)) or {"model": label, "settings": {}}
+        groups.setdefault((about["model"], dataset), []).append((label, accuracy, about["settings"]))
+    out: Points = {}
+    notes = []
+    for (model, dataset), members in sorted(groups.items(), key=lambda item: tuple(map(name_key, item[0]))):
+        if len(members) == 1:
+            out[(members[0][0], dataset)] = members[0][1]
+            continue
+        keys = sorted({k for _, _, settings in members for k in settings})
+        differ = [k for k in keys if len({repr(settings.get(k)) for _, _, settings in members}) > 1]
+        if differ == ["seed"]:
+            shared = set.intersection(*(set(accuracy) for _, accuracy, _ in members))
+            out[(model, dataset)] = {s: mean([accuracy[s] for _, accuracy, _ in members]) for s in shared}
+            notes.append(f"{model} / {dataset}: one point, the mean over {len(members)} seeds")
+        else:
+            notes.append(f"{model} / {dataset}: left out, its {len(members)} experiments differ in "
+                         f"{', '.join(differ)} (one experiment per model and dataset, or seeds alone)")
+    return out, notes
+
+
 def gains(points_: Points, critique: str, baseline: str) -> dict[tuple, float]:
     """(model, dataset) -> accuracy of `critique` minus accuracy of `baseline` (points), where a point has both."""
     return {point: acc[critique] - acc[baseline] for point, acc in points_.items()
@@ -72,7 +99,7 @@ def gains(points_: Points, critique: str, baseline: str) -> dict[tuple, float]:
 
 def table2(cells: Cells) -> Table:
     columns = ["critique", "baseline", "n", "mean", "sd", "ci_low", "ci_high", "wins", "losses", "ties", "p_sign"]
-    rows, wide = [], points(cells.accuracy)
+    rows, (wide, notes) = [], study_points(cells)
     for critique in vocab.CRITIQUE_STRATEGIES:
         for baseline in vocab.BASELINES:
             diff = gains(wide, critique, baseline)
@@ -80,7 +107,8 @@ def table2(cells: Cells) -> Table:
                 rows.append({"critique": critique, "baseline": baseline, **paired_summary(list(diff.values()))})
     if not rows:
         return skip("table2", "no (model, dataset) point has both a critique strategy and a baseline")
-    note = "n: (model, dataset) points; 95% t-interval; p_sign: exact two-sided sign test, ties excluded"
+    note = "; ".join(["n: (model, dataset) points; 95% t-interval; p_sign: exact two-sided sign test, ties excluded",
+                      *notes])
     return Table("table2", TITLES["table2"], columns, [{c: r[c] for c in columns} for r in rows], note=note)
 
 
@@ -212,39 +240,28 @@ def table9(cells: Cells) -> Table:
 
 
 def per_user_view(rows: list[dict], summary: list[dict]) -> tuple[list[str], list[dict], str]:
-    """One row per dataset, model and strategy, one column per user: the users' own ids when every
-    dataset has the same users, else u1..uN in each dataset's sorted id order (named in the note)."""
-    users: dict = {}
-    for row in rows:
-        users.setdefault(row["dataset"], set()).add(row["user"])
-    ordered = {d: sorted(names, key=name_key) for d, names in users.items()}
-    if len({tuple(map(str, ids)) for ids in ordered.values()}) == 1:
-        order, labels, key, note = next(iter(ordered.values())), None, "user", ""
-    else:
-        slot = {d: {u: i for i, u in enumerate(ids, start=1)} for d, ids in ordered.items()}
-        rows = [{**r, "slot": slot[r["dataset"]][r["user"]]} for r in rows]
-        order = sorted({r["slot"] for r in rows})
-        labels, key = {s: f"u{s}" for s in order}, "slot"
-        note = "; ".join(f"{d}: " + ", ".join(f"u{i} = {u}" for i, u in enumerate(ids, start=1))
-                         for d, ids in sorted(ordered.items(), key=lambda item: name_key(item[0])))
+    """One row per dataset, model and strategy, one column per user, named by the user's own id
+    (datasets with other users leave those columns empty)."""
+    order = sorted({r["user"] for r in rows}, key=name_key)
     index = ["dataset", "model", "strategy"]
-    columns, view = wide_view(rows, index, key, "accuracy", order, labels)
-    view = with_errors(view, rows, index, key, labels)
+    columns, view = wide_view(rows, index, "user", "accuracy", order)
+    view = with_errors(view, rows, index, "user")
     stats = {(r["dataset"], r["model"], r["strategy"]): (r["mean"], r["sd"]) for r in summary}
     for row in view:
         row["mean"], row["sd"] = stats[(row["dataset"], row["model"], row["strategy"])]
-    return columns + ["mean", "sd"], view, note
+    return columns + ["mean", "sd"], view, ""
 
 
 def user_summary(cells: Cells) -> list[dict]:
     """Mean, population SD (as the paper: over all of a dataset's users), min and max over users."""
     groups: dict[tuple, list] = {}
     for r in cells.per_user:
-        groups.setdefault((r["model"], r["dataset"], r["strategy"]), []).append(r["accuracy"])
-    rows = [{"model": m, "dataset": d, "strategy": s, "users": len(acc), "mean": mean(acc),
-             "sd": statistics.pstdev(acc) if len(acc) > 1 else None, "min": min(acc), "max": max(acc)}
-            for (m, d, s), acc in groups.items()]
-    return sort_strategies(rows, ["model", "dataset"])
+        groups.setdefault((r["model"], r["dataset"], r["strategy"]), []).append(r)
+    rows = [{"model": m, "dataset": d, "strategy": s, "users": len(users), "mean": mean(acc),
+             "sd": statistics.pstdev(acc) if len(acc) > 1 else None, "min": min(acc), "max": max(acc),
+             "errors": sum(r.get("errors") or 0 for r in users)}
+            for (m, d, s), users in groups.items() for acc in [[r["accuracy"] for r in users]]]
+    return flagged(sort_strategies(rows, ["model", "dataset"]))
 
 
 def table10(cells: Cells) -> Table:
@@ -262,13 +279,14 @@ def table10(cells: Cells) -> Table:
 def table11(cells: Cells) -> Table:
     if not cells.per_user:
         return skip("table11", "no preference dataset among the run directories (dataset.kind == 'preference')")
-    columns = ["model", "dataset", "strategy", "users", "mean", "sd", "min", "max"]
+    columns = ["model", "dataset", "strategy", "users", "mean", "sd", "min", "max", "errors", "flagged"]
     return Table("table11", TITLES["table11"], columns, records(user_summary(cells), columns),
-                 note="sd: population SD over users, as in the paper")
+                 note="sd: population SD over users, as in the paper; errors: predictions that ended in an error "
+                      "(counted wrong)")
 
 
 def claim_c1_c2(cells: Cells) -> tuple[dict | None, dict | None]:
-    wide = points(cells.accuracy)
+    wide, _ = study_points(cells)
     summaries = {b: paired_summary(list(gains(wide, vocab.BEST, b).values())) for b in vocab.BASELINES}
     names = {vocab.ZERO_SHOT: "zero_shot", vocab.EP_LABEL: "ep_label"}
     if not any(s["n"] for s in summaries.values()):
@@ -298,7 +316,7 @@ def claim_c4(cells: Cells) -> dict | None:
     labels = [r["attribution"] if isinstance(r["attribution"], str) else "" for r in rows]
     primary = "" if "" in labels else sorted(set(labels))[0]
     chosen = {(r["model"], r["dataset"]): r["suggestibility"] for r, label in zip(rows, labels) if label == primary}
-    out, wide = {"attribution": primary or None}, points(cells.accuracy)
+    out, wide = {"attribution": primary or None}, study_points(cells)[0]
     for baseline, suffix in ((vocab.ZERO_SHOT, "zero_shot"), (vocab.EP_LABEL, "ep_label")):
         gain = gains(wide, vocab.BEST, baseline)
         both = [(s, gain[p]) for p, s in chosen.items() if p in gain]

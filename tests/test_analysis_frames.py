@@ -132,5 +132,5 @@ def test_repeat_spread_over_seeds_and_consistency_repeats(tmp_path):
     seeds = spread[("m (seeds)", "zero_shot")]
     assert (seeds["repeats"], seeds["mean"], seeds["min"], seeds["max"]) == (2, 50.0, 25.0, 75.0)
     assert seeds["sd"] == pytest.approx(35.355, abs=1e-3)
-    probe_row = spread[("m", "zero_shot (consistency probe)")]  # one probe run: no variant to name
+    probe_row = spread[("m [seed=0]", "zero_shot (consistency probe)")]  # named like the plain run it goes with
     assert (probe_row["repeats"], probe_row["mean"]) == (2, 37.5)

@@ -45,7 +45,8 @@ def test_runs_with_other_settings_are_kept_apart_and_named(home, fake_llm, capsy
     assert rows[(k1, "EP_CRIT")]["accuracy"] == alone["k1"][("fake/model", "EP_CRIT")]["accuracy"]
     assert rows[(k5, "EP_CRIT")]["accuracy"] == alone["default"][("fake/model", "EP_CRIT")]["accuracy"]
     assert rows[(k5, "EP_CRIT")]["n"] == 5  # the rerun with the same settings is the same experiment: no double count
-    assert "runs with different k, temperature are kept apart as 2 experiments" in err
+    assert "runs with different k, temperature are kept apart (plain run [k=5, temperature=0.0]; plain run [k=1, " \
+           "temperature=0.7])" in err
     experiments = {e["shown_as"]: e for e in data["inputs"]["experiments"]}
     assert experiments[k1]["settings"]["k"] == 1 and experiments[k1]["runs"] == [str(other)]
     assert experiments[k5]["runs"] == [str(default), str(more)]
@@ -144,3 +145,92 @@ def test_a_limit_at_or_below_k_warns_that_retrieval_chooses_nothing(home, fake_l
     assert "warning: the train pool holds 5 items and k = 5: every test question of it retrieves the whole pool" in err
     assert run(home / "fine", "--k", "3", "--strategies", "zero_shot,EP_CRIT") == 0
     assert "retrieves the whole pool" not in capsys.readouterr().err
+
+
+def plain_run(path, model="m", dataset="d", right=(3, 3, 3, 3, 3), probe=None, n=5, **config):
+    """A synthetic run: per strategy (in the study's order) `right[i]` of `n` test items correct."""
+    head = synthetic.manifest(model, dataset, probe=probe, run_id=path.name, started=f"2025-01-0{len(path.name) % 9 + 1}")
+    head["config"].update(config)
+    strategies = ["zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"]
+    if probe:
+        predictions = [synthetic.prediction("probe", arm, f"t{i}", i < k) for arm, k in (("truth", 4), ("lying", 1))
+                       for i in range(n)]
+    else:
+        predictions = [synthetic.prediction("test", s, f"t{i}", i < k) for s, k in zip(strategies, right)
+                       for i in range(n)]
+    return synthetic.write_run(path, head, [], predictions)
+
+
+def test_seed_repeats_are_one_point_and_other_settings_are_left_out_of_table2(tmp_path, capsys):
+    plain_run(tmp_path / "s0", seed=0, right=(1, 1, 2, 2, 3))
+    plain_run(tmp_path / "s1", seed=1, right=(1, 1, 4, 4, 5))
+    plain_run(tmp_path / "o", model="o", right=(1, 1, 2, 2, 2))
+    plain_run(tmp_path / "ok", model="o", k=1, right=(2, 2, 2, 2, 2))
+    code, out, err = tables(capsys, tmp_path, "--format", "json")
+    data = json.loads(out)
+    rows = {(r["critique"], r["baseline"]): r for r in data["table2"]}
+    # m: one point, the mean over its two seeds (EP+SEM_CRIT 80% vs zero_shot 20%); o: left out (k differs)
+    assert rows[("EP+SEM_CRIT", "zero_shot")]["n"] == 1 and rows[("EP+SEM_CRIT", "zero_shot")]["mean"] == 60.0
+    note = data["notes"]["table2"]
+    assert "m / d: one point, the mean over 2 seeds" in note and "o / d: left out, its 2 experiments differ in k" in note
+    assert data["claims"]["C1"]["points_vs_zero_shot"] == 1
+
+
+def test_a_probe_is_compared_only_with_the_plain_run_of_its_settings(tmp_path, capsys):
+    plain_run(tmp_path / "plain", temperature=0.0)
+    plain_run(tmp_path / "probe", probe={"name": "suggestibility", "attribution": ""}, temperature=0.7)
+    code, out, err = tables(capsys, tmp_path, "--format", "json")
+    data = json.loads(out)
+    assert {r["model"] for r in data["table1"]} == {"m [temperature=0.0]"}
+    assert {r["model"] for r in data["table4"]} == {"m [temperature=0.7]"}
+    assert "runs with different temperature are kept apart" in err
+
+
+@pytest.mark.parametrize("setting, values", [("api_base", ["http://a:1", "http://b:2"])])
+def test_other_endpoints_or_weights_are_other_experiments(tmp_path, capsys, setting, values):
+    for i, value in enumerate(values):
+        plain_run(tmp_path / f"r{i}", **{setting: value})
+    head = json.loads((tmp_path / "r1" / rundir.MANIFEST).read_text())
+    head["local_model"] = {"file": "other.gguf"}
+    (tmp_path / "r1" / rundir.MANIFEST).write_text(json.dumps(head))
+    code, out, err = tables(capsys, tmp_path, "--format", "json")
+    assert len({r["model"] for r in json.loads(out)["table1"]}) == 2
+    assert "endpoint, weights are kept apart" in err
+
+
+def test_inference_on_unreadable_or_odd_logs_leaves_them_out_without_a_traceback(tmp_path, capsys):
+    plain_run(tmp_path / "good")
+    broken = plain_run(tmp_path / "broken", model="b")
+    (broken / rundir.PREDICTIONS).unlink()
+    (broken / rundir.PREDICTIONS).mkdir()
+    odd = plain_run(tmp_path / "odd", model="x")
+    lines = (odd / rundir.PREDICTIONS).read_text().splitlines()
+    record = json.loads(lines[0])
+    record.update(strategy=["a list"], item_id={"an": "object"})
+    (odd / rundir.PREDICTIONS).write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    code, out, err = tables(capsys, tmp_path, "--inference")
+    assert code == 1 and "Traceback" not in err and "broken" in err and "left out" in err
+    assert "# Item-level inference" in out and "## Input problems" in out
+    assert analysis_main(["export", str(tmp_path), "--to", str(tmp_path / "x")]) == 1
+
+
+def test_an_all_wrong_strategy_leaves_the_pooled_model_for_the_others(tmp_path, capsys):
+    plain_run(tmp_path / "a", right=(2, 3, 3, 0, 4), n=8)
+    plain_run(tmp_path / "b", model="n", right=(3, 3, 4, 0, 5), n=8)
+    code, out, _ = tables(capsys, tmp_path, "--inference", "--format", "json")
+    pooled = {(r["strategy"], r["baseline"]): r for r in json.loads(out)["inference"]["pooled"]}
+    assert pooled[("SEM_CRIT", "zero_shot")]["odds_ratio"] is None
+    assert "perfect separation" in pooled[("SEM_CRIT", "zero_shot")]["method"]
+    assert pooled[("EP+SEM_CRIT", "zero_shot")]["odds_ratio"] > 1
+
+
+def test_a_learner_folder_without_its_mark_is_still_no_study_point_but_exports(tmp_path, capsys):
+    plain_run(tmp_path / "plain")
+    old = plain_run(tmp_path / "fit", model="f")
+    head = json.loads((old / rundir.MANIFEST).read_text())
+    del head["learner"]
+    head["dataset"]["n_test"] = 0  # a fit has no test split
+    (old / rundir.MANIFEST).write_text(json.dumps(head))
+    code, out, err = tables(capsys, tmp_path, "--format", "json")
+    assert {r["model"] for r in json.loads(out)["table1"]} == {"m"} and "critique.Learner's" in err
+    assert analysis_main(["export", str(old), "--to", str(tmp_path / "x"), "--tables", "predictions"]) == 0

@@ -48,4 +48,6 @@ def main(args) -> int:
     outcomes = ablations.sweep(base, name, values, parent, reuse_places=args.reuse, progress=not args.quiet)
     ablations.print_summary([o.out for o in outcomes])
     print(f"{sum(o.calls_made for o in outcomes)} LLM calls made; run directories under {parent}")
-    return 0
+    from critique.engine.scores import report_errors
+
+    return report_errors([o.out for o in outcomes])

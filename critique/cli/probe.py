@@ -60,4 +60,6 @@ def main(args) -> int:
                              progress=not args.quiet)
     probes.print_summary(out)
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
-    return 0
+    from critique.engine.scores import report_errors
+
+    return report_errors([out])

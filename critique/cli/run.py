@@ -5,7 +5,6 @@ model's, and running the command again retries those calls."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from critique.cli.options import add_run_options, config_from_args
@@ -18,18 +17,12 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from critique.engine.scores import print_table
+    from critique.engine.scores import print_table, report_errors
     from critique.runner import default_out, execute_run
 
     config = config_from_args(args)
     out = Path(args.out) if args.out else default_out(config)
     outcome, _ = execute_run(config, out, progress=not args.quiet)
-    errors = print_table(out)
+    print_table(out)
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
-    if errors:
-        shown = ", ".join(f"{count} in {stage}" for stage, count in sorted(errors.items()))
-        print(f"critique: error: {sum(errors.values())} predictions ended in an error ({shown}), not in an answer of "
-              f"the model: they count wrong; see the error field in {out / 'predictions.jsonl'}. Run the same command "
-              "again to retry them", file=sys.stderr)
-        return 1
-    return 0
+    return report_errors([out])

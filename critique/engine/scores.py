@@ -17,6 +17,7 @@ def strategy_rows(predictions: list[dict], strategies: list[str]) -> list[dict]:
         n = len(mine)
         rows.append({"strategy": name, "n": n, "accuracy": 100.0 * sum(p["correct"] for p in mine) / n,
                      "timeouts": sum(p["timeout"] for p in mine),
+                     "overflows": sum(bool(p.get("context_overflow")) for p in mine),
                      "parse_failures": sum(bool(p["parse_failed"]) and not p.get("error") for p in mine),
                      "errors": sum(bool(p.get("error")) for p in mine),
                      "tokens_per_question": sum(p.get("completion_tokens", 0) for p in mine) / n})
@@ -32,6 +33,25 @@ def errored(predictions: list[dict]) -> dict[str, int]:
     return out
 
 
+def report_errors(run_dirs: list[Path]) -> int:
+    """Say on stderr how many predictions of these run directories ended in an error (they count
+    wrong: not answers of the model); the exit status a command then has: 1 if any, else 0."""
+    import sys
+
+    found = {}
+    for run_dir in run_dirs:
+        for stage, count in errored(rundir.latest(rundir.read_run(run_dir)["predictions"])).items():
+            found[stage] = found.get(stage, 0) + count
+    if not found:
+        return 0
+    shown = ", ".join(f"{count} in {stage}" for stage, count in sorted(found.items()))
+    where = run_dirs[0] / "predictions.jsonl" if len(run_dirs) == 1 else "the run directories' predictions.jsonl"
+    print(f"critique: error: {sum(found.values())} predictions ended in an error ({shown}), not in an answer of the "
+          f"model: they count wrong; see the error field in {where}. Run the same command again to retry them",
+          file=sys.stderr)
+    return 1
+
+
 def print_table(run_dir: Path) -> dict[str, int]:
     """Print the run's accuracy table; return its errored predictions per stage (see `errored`)."""
     run = rundir.read_run(run_dir)
@@ -39,10 +59,10 @@ def print_table(run_dir: Path) -> dict[str, int]:
     latest = rundir.latest(run["predictions"])
     rows = strategy_rows(latest, m["config"]["strategies"])
     print(f"\n{m['dataset']['name']} x {m['config']['model']}  (test items: {m['dataset']['n_test']})\n")
-    print("| strategy | n | accuracy % | timeouts | parse failures | errors | tokens/question |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| strategy | n | accuracy % | timeouts | context overflows | parse failures | errors | tokens/question |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['strategy']} | {r['n']} | {r['accuracy']:.1f} | {r['timeouts']} | {r['parse_failures']} "
-              f"| {r['errors']} | {r['tokens_per_question']:.1f} |")
+        print(f"| {r['strategy']} | {r['n']} | {r['accuracy']:.1f} | {r['timeouts']} | {r['overflows']} "
+              f"| {r['parse_failures']} | {r['errors']} | {r['tokens_per_question']:.1f} |")
     print()
     return errored(latest)

@@ -1,0 +1,242 @@
+"""`critique audit` as markdown, JSON or a self-contained HTML page (analysis.audit computes it).
+
+JSON keys (one object): `audits` (one per audited run), `inputs` (`runs`, `audited`, `partners`),
+`problems`, `errors`. Each audit: `run`, `model`, `dataset`, `kind`, `experiment`, `strategies`,
+`answer_space`, `memory` (false: no episodic memory, `note` says so), `truth` (what the dataset
+folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`.
+- `summary`: `entries`, `retrievals`, `never_retrieved`, `never_retrieved_share`, `top_entries`,
+  `top10_share`, `u0_entries`, `u0_verdict_known`, `verdict_unknown`, `leniency` (P(r=1 | U=0)),
+  `mean_b_u0` (E[b | U=0]), `corr_b_n_u0` (Pearson Corr(b, n | U=0), null when undefined),
+  `assertion_mismatch`, `asserts_other_than_gold`, `wrong_verdict` / `right_verdict` / `flipped`
+  (`entries`, `retrievals`, `share_of_retrievals`, `mean_n`; `flipped` also `retrieved_entries`, null
+  without the generator's truth), `similarity_logged`.
+- `reuse`: strategy -> `prompts`, `prompts_with_memory`, `correct_with_memory`, `accuracy_with_memory`,
+  `retrievals`, `entries_reached`.
+- `entries[]`: `id`, `item_id`, `user`, `question`, `initial_answer`, `gold`, `critique`,
+  `assertion_mismatch`, `timeout`, `asserted`, `asserts_gold`, `U`, `r`, `b`, `flipped`,
+  `rule_prefers`, `n`, `correct`, `reuse` (strategy -> `n`, `correct`), `retrieved_by[]`
+  (`strategy`, `user`, `item_id`, `rank`, `correct`, `score`), `similarity` (`mean`, `min`, `max`,
+  `count`; null: not logged).
+- `failures`: `partner`, `note`, `wrong`, `retrieval`, `usage`, `unclassified`, `items[]` (`user`,
+  `item_id`, `answer`, `gold`, `truth_answer`, `class` (retrieval / usage / null), `why`,
+  `retrieved`, `retrieved_wrong_verdict`).
+- `semantic`: `present`, `note`, `pools[]` (`pool`, `format` (lines / advice), `note`, `error`,
+  `source_ids`, `lines[]`: `text`, `source_ids`, `sources`, `wrong_verdict`, `unknown_verdict`,
+  `assertion_mismatch`, `not_in_memory`).
+"""
+
+from __future__ import annotations
+
+import json
+
+from critique.analysis.tabular import Table
+
+NOTES = {
+    "summary": "U = 1: the initial answer was right; r = 1: the critique asserts the initial answer (the option its "
+               "correct_answer names, parsed strictly; unknown when it names none or several); b = r - U; n: "
+               "counted test prompts (all strategies) whose retrieved entries include the entry",
+    "entries": "per strategy: retrievals (answers right); similarity: retrieved_scores of those prompts",
+}
+
+
+def _num(value, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _group_text(group: dict | None) -> str:
+    if not group or not group["entries"]:
+        return "none"
+    return (f"{group['entries']} entries, mean n {_num(group['mean_n'], 2)}, {group['retrievals']} retrievals "
+            f"({_pct(group['share_of_retrievals'])} of all)")
+
+
+def summary_table(audit: dict) -> Table:
+    s = audit["summary"]
+    rows = [("entries", s["entries"]), ("retrievals (entry x prompt)", s["retrievals"]),
+            ("never retrieved", f"{s['never_retrieved']} ({_pct(s['never_retrieved_share'])})"),
+            (f"share of retrievals taken by the top 10% of entries ({s['top_entries']})", _pct(s["top10_share"])),
+            ("entries with a wrong initial answer (U = 0)", s["u0_entries"]),
+            ("verdict unknown (no single option asserted)", s["verdict_unknown"]),
+            ("leniency: P(r = 1) over U = 0 entries", _num(s["leniency"])),
+            ("E[b] over U = 0 entries", _num(s["mean_b_u0"])),
+            ("Corr(b, n) over U = 0 entries (Pearson)", _num(s["corr_b_n_u0"])),
+            ("assertion_mismatch (as logged)", s["assertion_mismatch"]),
+            ("critique asserts an option other than gold (strict parse)", s["asserts_other_than_gold"]),
+            ("reuse of entries with a wrong verdict (b != 0)", _group_text(s["wrong_verdict"])),
+            ("reuse of entries with a right verdict (b = 0)", _group_text(s["right_verdict"])),
+            ("entries whose gold label was flipped by the generator",
+             "unknown: " + audit["truth"] if s["flipped"] is None else
+             _group_text(s["flipped"]) + (f"; {s['flipped']['retrieved_entries']} of them retrieved"
+                                          if s["flipped"]["entries"] else "")),
+            ("similarity to the retrieving questions", "logged" if s["similarity_logged"] else "not logged")]
+    return Table("summary", "Summary", ["measure", "value"],
+                 [{"measure": m, "value": str(v)} for m, v in rows], note=NOTES["summary"])
+
+
+def reuse_table(audit: dict) -> Table:
+    columns = ["strategy", "prompts", "with memory", "retrievals", "entries reached", "accuracy with memory"]
+    rows = [dict(zip(columns, [s, str(v["prompts"]), str(v["prompts_with_memory"]), str(v["retrievals"]),
+                               str(v["entries_reached"]), _pct(v["accuracy_with_memory"])]))
+            for s, v in audit["reuse"].items()]
+    return Table("reuse", "Reuse per strategy", columns, rows,
+                 note="counted test predictions (the latest per item); accuracy of the prompts that had entries")
+
+
+def _similarity(row: dict) -> str:
+    s = row["similarity"]
+    if s is None:
+        return "not logged" if row["n"] else "-"
+    return f"{s['mean']:.3f} ({s['min']:.3f}-{s['max']:.3f})"
+
+
+def _short(text, width: int = 60) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _shown(value) -> str:
+    return "?" if value is None else str(value)
+
+
+def entries_table(audit: dict, limit: int) -> Table:
+    truth = audit["summary"]["flipped"] is not None
+    strategies = [s for s in audit["reuse"] if any(r["reuse"].get(s, {}).get("n") for r in audit["entries"])]
+    columns = (["id", "initial", "gold", "asserted", "U", "r", "b", "mismatch"] + (["flipped"] if truth else [])
+               + ["n", "right"] + strategies + ["similarity", "correct_answer"])
+    ranked = sorted(audit["entries"], key=lambda r: (-r["n"], str(r["id"])))
+    shown = ranked[:limit] if limit else ranked
+    rows = []
+    for r in shown:
+        values = [r["id"], r["initial_answer"], r["gold"], r["asserted"], r["U"], r["r"], r["b"],
+                  "yes" if r["assertion_mismatch"] else "no"] + ([r["flipped"]] if truth else [])
+        reuse = [r["reuse"].get(s) or {"n": 0, "correct": 0} for s in strategies]
+        values += [r["n"], r["correct"]] + [f"{x['n']} ({x['correct']})" for x in reuse]
+        values += [_similarity(r), _short(r["critique"].get("correct_answer"))]
+        rows.append(dict(zip(columns, [_shown(v) for v in values])))
+    more = f"; {len(ranked) - len(shown)} more entries in --format json" if len(shown) < len(ranked) else ""
+    return Table("entries", f"Entries, most reused first ({len(shown)} of {len(ranked)})", columns, rows,
+                 note=NOTES["entries"] + more)
+
+
+def failures_table(audit: dict, limit: int) -> Table:
+    f = audit["failures"]
+    title = (f"Wrong EP_CRIT answers: {f['wrong']}; retrieval failures {f['retrieval']}, usage failures "
+             f"{f['usage']}, not classified {f['unclassified']}")
+    if f["partner"] is None:
+        return Table("failures", title, skipped=f["note"])
+    columns = ["user", "item", "answer", "gold", "truth arm", "class", "retrieved (wrong verdict)"]
+    items = f["items"][:limit] if limit else f["items"]
+    rows = [dict(zip(columns, [_shown(i["user"]) if i["user"] else "-", i["item_id"], _shown(i["answer"]),
+                               _shown(i["gold"]), _shown(i["truth_answer"]), i["class"] or f"- ({i['why']})",
+                               f"{len(i['retrieved'])} ({i['retrieved_wrong_verdict']})"])) for i in items]
+    more = f"; {len(f['items']) - len(items)} more in --format json" if len(items) < len(f["items"]) else ""
+    return Table("failures", title, columns, rows, note=f["note"] + more)
+
+
+def semantic_table(audit: dict) -> Table:
+    sem = audit["semantic"]
+    if not sem["present"]:
+        return Table("semantic", "Semantic memory", skipped=sem["note"])
+    columns = ["pool", "line", "sources", "wrong verdict", "assertion_mismatch", "verdict unknown"]
+    rows, notes = [], []
+    for pool in sem["pools"]:
+        if not pool["lines"]:
+            rows.append(dict(zip(columns, [pool["pool"], pool["note"], "-", "-", "-", "-"])))
+        for line in pool["lines"]:
+            rows.append(dict(zip(columns, [pool["pool"], _short(line["text"], 100), str(line["sources"]),
+                                           str(line["wrong_verdict"]), str(line["assertion_mismatch"]),
+                                           str(line["unknown_verdict"])])))
+        if pool["format"] == "advice" and pool["lines"]:
+            notes.append(pool["pool"])
+    note = "sources: the critiques a line descends from (ids in --format json)"
+    if notes:
+        note += (f"; older log in pool{'s' if len(notes) > 1 else ''} {', '.join(notes)}: no per-line sources, "
+                 "so every line's sources are all of the pool's source_ids")
+    return Table("semantic", "Semantic memory: each advice line and its sources", columns, rows, note=note)
+
+
+def sections(result: dict, limit: int) -> list[tuple[str, list]]:
+    """(heading, [paragraph text or Table, ...]) per audited run."""
+    out = []
+    for audit in result["audits"]:
+        heading = f"{audit['model']} / {audit['dataset']}: {audit['experiment']} ({audit['run']})"
+        if not audit["memory"]:
+            out.append((heading, [audit["note"] + ".", semantic_table(audit)]))
+            continue
+        f = audit["failures"]
+        lead = (f"{audit['summary']['entries']} episodic entries; generator truth: {audit['truth']}. "
+                f"Suggestibility partner: {f['partner'] or 'none'}.")
+        out.append((heading, [lead, summary_table(audit), reuse_table(audit), entries_table(audit, limit),
+                              failures_table(audit, limit), semantic_table(audit)]))
+    return out
+
+
+def _intro(result: dict) -> str:
+    inputs = result["inputs"]
+    return (f"{len(inputs['audited'])} run director{'y' if len(inputs['audited']) == 1 else 'ies'} audited, "
+            f"{len(inputs['partners'])} suggestibility run{'' if len(inputs['partners']) == 1 else 's'} as "
+            "partners. Read from the logs only: no model was called and no embedding computed.")
+
+
+def markdown(result: dict, limit: int = 50) -> str:
+    from critique.analysis.render import markdown_table
+
+    parts = ["# Memory audit", _intro(result)]
+    for heading, blocks in sections(result, limit):
+        parts.append(f"## {heading}")
+        for block in blocks:
+            if isinstance(block, str):
+                parts.append(block)
+            elif block.skipped:
+                parts.append(f"### {block.title}\n\n{block.skipped}.")
+            else:
+                parts.append(f"### {block.title}\n\n{markdown_table(block)}\n\n_{block.note}._")
+    if result["problems"] or result["errors"]:
+        parts.append("## Input problems\n\n" + "\n".join(f"- {line}" for line in
+                                                       [*result["errors"], *result["problems"]]))
+    return "\n\n".join(parts) + "\n"
+
+
+def to_json(result: dict, limit: int = 0) -> str:
+    """Every entry and retrieval, whatever `limit` (the keys: this module's docstring)."""
+    return json.dumps(result, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def html_page(result: dict, limit: int = 50) -> str:
+    import html
+
+    from critique.analysis.report import STYLE, table_html
+
+    body = [f"<h1>Memory audit</h1><p>{html.escape(_intro(result))}</p>"]
+    for heading, blocks in sections(result, limit):
+        body.append(f"<h1>{html.escape(heading)}</h1>")
+        body += [f"<p>{html.escape(b)}</p>" if isinstance(b, str) else table_html(b) for b in blocks]
+    if result["problems"] or result["errors"]:
+        body.append("<h2>Input problems</h2><ul>" + "".join(
+            f"<li>{html.escape(line)}</li>" for line in [*result["errors"], *result["problems"]]) + "</ul>")
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Memory audit</title>"
+            f"<style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+
+
+def write(result: dict, form: str, output: str | None, limit: int) -> int:
+    """Write the audit in `form` to `output` (standard output when None); report the input problems;
+    the exit status."""
+    import sys
+    from pathlib import Path
+
+    from critique.base.rundir import write_text_atomic
+
+    text = {"json": to_json, "html": html_page}.get(form, markdown)(result, limit)
+    if output:
+        write_text_atomic(Path(output), text)
+    else:
+        sys.stdout.write(text)
+    for line in result["problems"]:
+        print(f"critique: warning: {line}", file=sys.stderr)
+    for line in result["errors"]:
+        print(f"critique: error: {line}", file=sys.stderr)
+    return 1 if result["errors"] else 0

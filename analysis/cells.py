@@ -21,9 +21,10 @@ from critique.analysis.load import Logs
 from critique.analysis.read import model_label
 
 COLUMNS = {
-    "accuracy": ["model", "dataset", "strategy", "accuracy", "timeout_rate", "parse_fail_rate", "error_rate", "n",
-                 "errors", "majority"],
-    "train": ["model", "dataset", "timeout_rate", "parse_fail_rate", "error_rate", "n", "errors"],
+    "accuracy": ["model", "dataset", "strategy", "accuracy", "timeout_rate", "parse_fail_rate", "error_rate",
+                 "overflow_rate", "n", "errors", "overflows", "majority"],
+    "train": ["model", "dataset", "timeout_rate", "parse_fail_rate", "error_rate", "overflow_rate", "n", "errors",
+              "overflows"],
     "per_user": ["model", "dataset", "strategy", "user", "accuracy", "n", "errors"],
     "tokens": ["model", "dataset", "strategy", "tokens_per_question", "reasoning"],
     "costs": ["model", "dataset", "init_tokens", "critique_tokens", "summary_tokens"],
@@ -94,10 +95,12 @@ def rates(groups: Groups, keys: list[str], order=key_order) -> list[dict]:
         users = list(groups[key].values())
         row = dict(zip(keys, key))
         for column, slot in (("accuracy", tally.CORRECT), ("timeout_rate", tally.TIMEOUT),
-                             ("parse_fail_rate", tally.PARSE_FAILED), ("error_rate", tally.ERRORS)):
+                             ("parse_fail_rate", tally.PARSE_FAILED), ("error_rate", tally.ERRORS),
+                             ("overflow_rate", tally.OVERFLOWS)):
             row[column] = mean([t[slot] / t[tally.RECORDS] * 100.0 for t in users])
         row["n"] = sum(t[tally.RECORDS] for t in users)
         row["errors"] = sum(t[tally.ERRORS] for t in users)
+        row["overflows"] = sum(t[tally.OVERFLOWS] for t in users)
         row["users"] = len(users)
         rows.append(row)
     return rows

@@ -25,7 +25,8 @@ from critique.base.config import IDENTITY
 from critique.analysis.jsonl import scan
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
-                     "completion_tokens", "reasoning_tokens", "error", "gold")  # the order analysis.tally reads
+                     "completion_tokens", "reasoning_tokens", "error", "gold",
+                     "context_overflow")  # the order analysis.tally reads
 # What an experiment is, besides its model, dataset, probe and ablation: the run settings that
 # make a run directory one run (critique.base.config.IDENTITY), the data and the prompt templates.
 SETTINGS = tuple(k for k in IDENTITY if k != "model") + ("endpoint", "weights", "data", "templates")

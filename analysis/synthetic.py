@@ -72,7 +72,7 @@ def prediction(stage: str, strategy: str | None, item_id: str, correct: bool, us
                timeout: bool = False, parse_failed: bool = False, **extra) -> dict:
     record = {"run_id": "run", "stage": stage, "strategy": strategy, "item_id": item_id, "user": user,
               "answer": "A", "gold": "A" if correct else "B", "correct": correct, "parse_failed": parse_failed,
-              "timeout": timeout, "error": None, "retrieved": [], "request_hash": "0" * 64,
+              "timeout": timeout, "error": None, "retrieved": [], "request_hash": "0" * 64, "context_overflow": False,
               "prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0, "probe": None, "ablation": None}
     record.update(extra)
     return records.check("prediction", record)

@@ -229,13 +229,16 @@ def table9(cells: Cells) -> Table:
     if not train and not test:
         return skip("table9", "no timeout information (no predictions, or results.csv without timeout_rate)")
     rows = sort_strategies(train + test, ["model", "dataset"])
-    columns = ["model", "dataset", "strategy", "timeout_rate", "parse_fail_rate", "error_rate", "n", "errors"]
+    columns = ["model", "dataset", "strategy", "timeout_rate", "parse_fail_rate", "error_rate", "overflow_rate", "n",
+               "errors", "overflows"]
     view_columns, view_rows = wide_view(rows, ["model", "dataset"], "strategy", "timeout_rate",
                                         strategy_order(r["strategy"] for r in rows))
     view_rows = with_errors(view_rows, rows, ["model", "dataset"], "strategy")
+    view_rows = with_errors(view_rows, rows, ["model", "dataset"], "strategy", count="overflows", word="overflow")
     note = ("parse_fail_rate (JSON): answers that could not be parsed; error_rate: predictions that ended in an "
-            "error (a failed call: no answer to parse, so never a parse failure); all three count as wrong in every "
-            "accuracy; " + ERROR_NOTE)
+            "error (a failed call: no answer to parse, so never a parse failure); overflow_rate, (N overflow): prompts "
+            "that did not fit the model's context window, not sent; all count as wrong in every accuracy; "
+            + ERROR_NOTE)
     return Table("table9", TITLES["table9"], columns, records(rows, columns), None, view_columns, view_rows, note)
 
 

@@ -84,19 +84,20 @@ def flagged(rows: list[dict]) -> list[dict]:
     return [{**r, "flagged": bool(r.get("errors"))} for r in rows]
 
 
-def with_errors(view_rows: list[dict], rows: list[dict], index: list[str], column: str, labels: dict | None = None
-                ) -> list[dict]:
+def with_errors(view_rows: list[dict], rows: list[dict], index: list[str], column: str, labels: dict | None = None,
+                count: str = "errors", word: str = "err") -> list[dict]:
     """The wide view's cells of rows with errors, written "33.3 (5 err)" so that no reader takes
-    them for the model's answers."""
+    them for the model's answers (`count`, `word`: another count to show so, e.g. overflows)."""
     labels = labels or {}
-    errors = {(*(r[k] for k in index), labels.get(r[column], str(r[column]))): r.get("errors") for r in rows}
+    counts = {(*(r[k] for k in index), labels.get(r[column], str(r[column]))): r.get(count) for r in rows}
     out = []
     for view in view_rows:
         view = dict(view)
         for name, value in view.items():
-            count = errors.get((*(view[k] for k in index), name))
-            if count and value is not None:
-                view[name] = f"{value:.1f} ({count} err)"
+            found = counts.get((*(view[k] for k in index), name))
+            if found and value is not None:
+                view[name] = f"{value:.1f} ({found} {word})" if isinstance(value, (int, float)) else \
+                    f"{value} ({found} {word})"
         out.append(view)
     return out
 

@@ -7,18 +7,20 @@ the constants below; a missing answer (timeout, parse failure, error, correct = 
 wrong, an error is counted as an error and never as a parse failure (logs written before the
 runner stopped marking errored answers parse_failed say both), tokens are summed over the
 records whose call answered (no error), a record reports reasoning when its reasoning_tokens is
-above 0, and GOLD counts the records per gold label (the majority-class baseline).
+above 0, OVERFLOWS counts the prompts that did not fit the model's context (not sent: counted
+wrong, like a timeout; absent in older logs), and GOLD counts the records per gold label (the
+majority-class baseline).
 """
 
 from __future__ import annotations
 
 import math
 
-RECORDS, CORRECT, TIMEOUT, PARSE_FAILED, ERRORS, ANSWERED, WITH_TOKENS, TOKENS, REASONING, GOLD = range(10)
+RECORDS, CORRECT, TIMEOUT, PARSE_FAILED, ERRORS, OVERFLOWS, ANSWERED, WITH_TOKENS, TOKENS, REASONING, GOLD = range(11)
 
 
 def new() -> list:
-    return [0, 0, 0, 0, 0, 0, 0, 0, False, {}]
+    return [0, 0, 0, 0, 0, 0, 0, 0, 0, False, {}]
 
 
 def add(into: list, tally: list) -> None:
@@ -76,13 +78,15 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
     tallies: dict[tuple, list] = {}
     get = tallies.get
     for (stage, strategy, user, _), row in items.items():
-        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error, gold = row
+        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error, gold, overflow = row
         key = (stage, strategy, user)
         tally = get(key)
         if tally is None:
             tally = tallies[key] = new()
         if plain:
             _count(tally, correct, timeout, parse_failed, tokens, reasoning, error)
+            if overflow is True:
+                tally[OVERFLOWS] += 1
         else:
             _count(tally, correct, None, None, None, None, error)
         if gold is not None:

@@ -3,14 +3,17 @@
 Usage is counted from the texts (whitespace tokens of the prompt and of the reply), so the
 numbers in the logs are the numbers of what was sent and received. The reply follows the
 JSON schema of the request: an answer chosen by a hash of the prompt (or always the first
-option in the prompt's "Correct answer" line when one is shown), a critique, or advice.
+option in the prompt's "Correct answer" line when one is shown), a critique, or a list of lines
+of advice (the first names a rule chosen by a hash of the prompt; FAKE_LLM_ADVICE_LINES of them,
+default 2).
 Set FAKE_LLM_DELAY (seconds) to slow each call, and FAKE_LLM_HOLD_AFTER=N to answer the
 first N calls of the process and hold every later one for good (a test that kills a run at
 an event then knows how far it can have gone, whatever the machine's speed). FAKE_LLM_ECHO=TEXT
 puts TEXT into every reply's free-text fields, and FAKE_LLM_FAIL=KIND,... makes every call of
 those kinds (answer, critique, summary) fail with a long error message that ends in
-FAKE_LLM_ECHO, as a provider that echoes the key would (secret tests). Run as a script it is the `critique`
-command with this provider registered, for tests that kill a run.
+FAKE_LLM_ECHO, as a provider that echoes the key would (secret tests). FAKE_LLM_CONTEXT=N refuses
+a prompt of more than N (whitespace) tokens with litellm's ContextWindowExceededError. Run as a
+script it is the `critique` command with this provider registered, for tests that kill a run.
 """
 
 from __future__ import annotations
@@ -53,7 +56,12 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
         return json.dumps({"correct_answer": f"The correct answer is {gold}.",
                            "local_reason": f"Here {gold} follows from the conditions.{echo}",
                            "global_reason": f"Apply the high-priority condition first.{echo}"})
-    return json.dumps({"advice": f"- Apply conditions in order of priority.\n- Check every candidate.{echo}"})
+    # advice that depends on the prompt (a merge on the lists merged), always of the same length in tokens
+    rule = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 9 + 1
+    more = [f"Check candidate {i} against every condition in turn." for i in
+            range(1, int(os.environ.get("FAKE_LLM_ADVICE_LINES", "2")) - 1)]
+    return json.dumps({"advice": [f"Apply conditions in order of priority (rule {rule}).", *more,
+                                  f"Check every candidate.{echo}"]})
 
 
 class FakeLLM(CustomLLM):
@@ -68,9 +76,13 @@ class FakeLLM(CustomLLM):
         kind = "answer" if "answer" in props else "critique" if "correct_answer" in props else "summary"
         if kind in os.environ.get("FAKE_LLM_FAIL", "").split(","):
             raise ValueError("the provider refused the call: " + "x" * 900 + os.environ.get("FAKE_LLM_ECHO", ""))
+        prompt_tokens = sum(len(m["content"].split()) for m in messages)
+        context = os.environ.get("FAKE_LLM_CONTEXT")
+        if context and prompt_tokens > int(context):  # as a provider refuses a prompt longer than its context
+            raise litellm.ContextWindowExceededError(message=f"{prompt_tokens} tokens > context {context}",
+                                                     model=model, llm_provider="fake")
         text = _reply(messages, schema)
         CALLS.append({"model": model, "messages": messages})
-        prompt_tokens = sum(len(m["content"].split()) for m in messages)
         completion_tokens = len(text.split())
         return litellm.ModelResponse(
             id=f"fake-{uuid.uuid4().hex}", model=model,

@@ -1,5 +1,7 @@
 """Integration: the embedded model (SmolLM2-135M through llama.cpp) on a few mcr-gen items."""
 
+import json
+
 import pytest
 
 from critique.base import rundir
@@ -22,6 +24,18 @@ def test_embedded_model_runs_the_whole_pipeline(home, capsys):
     # JSON-schema-constrained output: the answer is always an option, never a parse failure
     assert all(not p["parse_failed"] and p["answer"] in {"1", "2", "3", "4"} for p in tests if not p["timeout"])
     assert "| EP+SEM_CRIT |" in capsys.readouterr().out
+    # each field of a reply within the length its schema gives it; the strings that reached it are named
+    from critique.engine import parsing
+    from critique.llm import local as local_llm
+
+    assert all(isinstance(c["cut_fields"], list) and not c["context_overflow"] for c in calls)
+    for entry in rundir.read_jsonl(out / "memory" / "episodic.jsonl"):
+        assert all(len(entry["critique"][k]) <= parsing.FIELD_CHARS[k] for k in parsing.CRITIQUE_KEYS)
+    semantic = json.loads((out / "memory" / "semantic.json").read_text(encoding="utf-8"))["all"]
+    assert 1 <= len(semantic["lines"]) <= parsing.MAX_ADVICE_LINES
+    assert all(len(line["text"]) <= parsing.FIELD_CHARS["advice_line"] for line in semantic["lines"])
+    for call in calls:  # what decides whether a prompt fits never counts fewer tokens than the model reads
+        assert local_llm.count_tokens("smollm2", call["messages"]) >= call["prompt_tokens"]
     assert main(argv) == 0  # rerun: all from the logs
     assert "0 LLM calls made" in capsys.readouterr().out
     local = data["manifest"]["local_model"]
@@ -79,6 +93,24 @@ def test_local_settings_are_part_of_the_request(home, monkeypatch):
         requests[weights] = llm.request_hash(request)
         llm.close()
     assert requests["f16"] != requests["gguf"]  # the response cache never mixes the two
+
+
+def test_a_prompt_longer_than_the_local_context_is_an_overflow_not_an_error(home):
+    import asyncio
+
+    from critique.llm import local as local_llm
+    from critique.llm.client import LLM, LLMConfig
+
+    llm = LLM(LLMConfig(model="local/smollm2", use_cache=False))
+    assert llm.context_window == local_llm.N_CTX
+    long = [{"role": "user", "content": "word " * local_llm.N_CTX}]
+    assert llm.overflows(long) and not llm.overflows([{"role": "user", "content": "word " * 100}])
+    llm.close()
+    # told a larger window than the model has: the model itself refuses, and that is an overflow too
+    llm = LLM(LLMConfig(model="local/smollm2", use_cache=False, context_tokens=10 * local_llm.N_CTX))
+    result = asyncio.run(llm.complete(long, {"type": "object"}, "reply"))
+    assert result.context_overflow and result.error is None and result.text is None and result.retries == 0
+    llm.close()
 
 
 def test_unknown_weight_type_is_refused(monkeypatch):

@@ -52,9 +52,12 @@ def test_critique_and_assertion_check():
 
 
 def test_advice():
-    assert parsing.parse_advice('{"advice": "- a\\n- b"}') == "- a\n- b"
-    assert parsing.parse_advice("- plain bullets") == "- plain bullets"
-    assert parsing.parse_advice('{"advice": ""}') is None
+    assert parsing.parse_advice('{"advice": ["a", "- b", "3. c"]}') == ["a", "b", "c"]
+    assert parsing.parse_advice('{"advice": "- a\\n- b"}') == ["a", "b"]  # a text, as older replies held it
+    assert parsing.parse_advice("- plain bullets\n\n* more") == ["plain bullets", "more"]
+    assert parsing.parse_advice('{"advice": ""}') == [] and parsing.parse_advice('{"advice": [1, " "]}') == []
+    assert parsing.parse_advice(None) == [] and parsing.parse_advice('{"other": 1}') == []
+    assert parsing.advice_text(["a", "b"]) == "- a\n- b" and parsing.advice_text([]) is None
 
 
 def test_raw_newlines_inside_json_strings_are_accepted():

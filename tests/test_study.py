@@ -47,6 +47,7 @@ out = "out"
     ('[[models]]\nname = "fake/model"\n[ablations.k]\nvalues = [0]\n', "ablations.k.values"),
     ('[[models]]\nname = "nosuchprovider/x"\n', "unknown model 'nosuchprovider/x'"),
     ('[[models]]\nname = "fake/model"\nmax_tokens = "many"\n', "[[models]] #1.max_tokens must be a whole number"),
+    ('[[models]]\nname = "fake/model"\ncontext_tokens = 0\n', "[[models]] #1.context_tokens must be at least 1"),
     ('[[models]]\nname = "fake/model"\n[[router.model_list]]\nmodel_name = "fake/other"\n'
      'litellm_params = { model = "fake/other", api_base = "http://a" }\n', "is not the name of a [[models]] entry"),
     ('[[models]]\nname = "fake/model"\n[probes.consistency]\nrepeats = 1\n', "repeats must be a whole number >= 2"),
@@ -58,6 +59,17 @@ def test_a_bad_study_file_is_one_clear_error_before_any_call(home, fake_llm, cap
     err = capsys.readouterr().err.strip()
     assert str(study) in err and message in err and len(err.splitlines()) == 1, err
     assert fake_llm.CALLS == [] and not (home / "out").exists()
+
+
+def test_a_models_context_window_reaches_its_cells(home):
+    from critique.experiments.study.file import load
+    from critique.experiments.study.plan import base_config
+
+    study = load(write(home / "study.toml", BASE + '[[models]]\nname = "fake/served"\ncontext_tokens = 32768\n'
+                            '[[models]]\nname = "fake/model"\n'))
+    served, other = study.models
+    assert base_config(study, served, "mcr-gen").context_tokens == 32768
+    assert base_config(study, other, "mcr-gen").context_tokens is None
 
 
 def test_unknown_dataset_is_refused_before_any_call(home, fake_llm, capsys):

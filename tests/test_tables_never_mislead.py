@@ -234,3 +234,17 @@ def test_a_learner_folder_without_its_mark_is_still_no_study_point_but_exports(t
     code, out, err = tables(capsys, tmp_path, "--format", "json")
     assert {r["model"] for r in json.loads(out)["table1"]} == {"m"} and "critique.Learner's" in err
     assert analysis_main(["export", str(old), "--to", str(tmp_path / "x"), "--tables", "predictions"]) == 0
+
+
+def test_context_overflows_are_counted_wrong_and_shown_in_table9(tmp_path):
+    from critique.analysis import cells, tables as build
+    from critique.analysis.load import load
+
+    predictions = [synthetic.prediction("test", "EP_CRIT", f"t{i}", i < 2, context_overflow=i >= 3, answer=None)
+                   for i in range(5)]
+    synthetic.write_run(tmp_path / "run", synthetic.manifest("m", "d"), [], predictions)
+    result = build.build(cells.from_logs(load([str(tmp_path / "run")])))
+    row = result.table("table9").rows[0]
+    assert (row["overflow_rate"], row["overflows"], row["parse_fail_rate"], row["errors"]) == (40.0, 2, 0.0, 0)
+    assert result.table("table1").rows[0]["accuracy"] == 40.0
+    assert "(2 overflow)" in str(result.table("table9").view_rows[0]["EP_CRIT"])

@@ -35,15 +35,16 @@ class RunConfig:
     train_fraction: float | None = None  # train-size ablation: a nested seeded subset of train (per user)
     endpoint_id: str | None = None  # the name --api-base's responses are cached under (default: the URL)
     call_processes: int = 0  # > 1: the calls' attempts run in that many worker processes (0, 1: in this one)
+    context_tokens: int | None = None  # the model's context window; None: the embedded model's, else litellm's
 
 
 # A run directory belongs to one value of each of these.
 IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature", "reasoning_effort", "encoder",
-            "train_fraction")
+            "train_fraction", "context_tokens")  # context_tokens: which prompts fit, how the summary is chunked
 
 # The least value of each numeric setting (RunConfig's field names).
 BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.001, "num_retries": 0,
-          "temperature": 0.0, "call_processes": 0}
+          "temperature": 0.0, "call_processes": 0, "context_tokens": 1}
 
 
 def bound_problem(name: str, value) -> str | None:

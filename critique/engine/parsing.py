@@ -80,16 +80,30 @@ def parse_answer(text: str | None, answer_space: list[str], gold: str, *seed_par
 
 CRITIQUE_KEYS = ("correct_answer", "local_reason", "global_reason")
 
+# Characters at most in each field of a reply, by its purpose. Only the embedded model is held to
+# them (its grammar; critique.llm.bounds): other providers get the schemas without length keywords.
+FIELD_CHARS = {
+    "correct_answer": 160,  # the correct answer restated, and right or wrong
+    "local_reason": 320,  # why, for this question: a sentence or two
+    "global_reason": 240,  # one general lesson: a sentence or two
+    "advice_line": 120,  # one piece of advice: one line
+}
+# Pieces of advice in a summary (the prompt asks for at most this many). The advice goes into every
+# SEM_CRIT and EP+SEM_CRIT prompt: the embedded model fills whatever bounds it is given, and
+# 5 lines of 120 characters are about 220 of its tokens in each of those prompts.
+MAX_ADVICE_LINES = 5
+
 CRITIQUE_SCHEMA = {
     "type": "object",
-    "properties": {key: {"type": "string"} for key in CRITIQUE_KEYS},
+    "properties": {key: {"type": "string", "maxLength": FIELD_CHARS[key]} for key in CRITIQUE_KEYS},
     "required": list(CRITIQUE_KEYS),
     "additionalProperties": False,
 }
 
 SUMMARY_SCHEMA = {
     "type": "object",
-    "properties": {"advice": {"type": "string"}},
+    "properties": {"advice": {"type": "array", "maxItems": MAX_ADVICE_LINES,
+                              "items": {"type": "string", "maxLength": FIELD_CHARS["advice_line"]}}},
     "required": ["advice"],
     "additionalProperties": False,
 }
@@ -103,11 +117,34 @@ def parse_critique(text: str | None) -> dict | None:
     return {k: obj[k].strip() for k in CRITIQUE_KEYS}
 
 
-def parse_advice(text: str | None) -> str | None:
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+
+
+def _advice_lines(values) -> list[str]:
+    lines = []
+    for value in values:
+        for line in str(value).splitlines():
+            line = _BULLET.sub("", line).strip()
+            if line:
+                lines.append(line)
+    return lines
+
+
+def parse_advice(text: str | None) -> list[str]:
+    """The pieces of advice of a summary reply, one line each, without their bullets: the ``advice``
+    list (or text, as older replies held it), or the lines of a reply that is not JSON; [] when none."""
     obj = _json_object(text or "")
-    if obj is not None and isinstance(obj.get("advice"), str) and obj["advice"].strip():
-        return obj["advice"].strip()
-    return text.strip() if isinstance(text, str) and text.strip() and obj is None else None
+    if obj is not None:
+        advice = obj.get("advice")
+        if isinstance(advice, str):
+            return _advice_lines([advice])
+        return _advice_lines(a for a in advice if isinstance(a, str)) if isinstance(advice, list) else []
+    return _advice_lines([text]) if isinstance(text, str) else []
+
+
+def advice_text(lines: list[str]) -> str | None:
+    """The advice as the prompts show it: one "- " line per piece; None when there is none."""
+    return "\n".join(f"- {line}" for line in lines) or None
 
 
 def assertion_mismatch(critique: dict, gold: str, answer_space: list[str]) -> bool:

@@ -20,6 +20,7 @@ from critique.engine import agents, parsing, prompts
 from critique.base import records
 from critique.base import rundir
 from critique.datasets.splits import Dataset, Item
+from critique.llm import context
 from critique.llm.client import LLM, LLMResult
 from critique.engine.memory import semantic
 from critique.base.config import IDENTITY, RunConfig
@@ -122,20 +123,23 @@ class Run:
 
     # ---- logged calls ---------------------------------------------------------------
     async def call(self, stage: str, strategy: str | None, item_id: str | None, user: str | None,
-                   prompt: agents.Prompt, schema: dict, name: str, fresh: bool = False) -> LLMResult:
-        """``fresh``: always ask the model (a repeated request of the consistency probe)."""
+                   prompt: agents.Prompt, schema: dict, name: str, fresh: bool = False,
+                   extra: dict | None = None) -> LLMResult:
+        """``fresh``: always ask the model (a repeated request of the consistency probe); ``extra``:
+        more fields of the call record (a summary call's level and chunk). A prompt that does not
+        fit the model's context is not sent: its result and record say ``context_overflow``."""
         key = self.llm.request_hash(self.llm.request(prompt.messages, schema, name))
         if key in self.logged and not fresh:
             return _logged_result(self.logged[key])
-        if key in self.reuse and not fresh:  # the same request, answered in a matching run: logged as cached
-            result = _logged_result(self.reuse[key], latency_s=0.0, cached=True, retries=0)
+        if key in self.reuse and not fresh and not self.llm.overflows(prompt.messages):
+            result = _logged_result(self.reuse[key], latency_s=0.0, cached=True, retries=0)  # logged as cached
         else:
             result = await self.llm.complete(prompt.messages, schema, name)
         record = records.make(
             "call", run_id=self.run_id, stage=stage, strategy=strategy, item_id=item_id, user=user,
             model=self.config.model, **{k: v for k, v in asdict(result).items() if k != "text"},
             response=result.text, template=prompt.template, template_hash=prompt.template_hash,
-            messages=prompt.messages, time=_now(), probe=self.probe, ablation=self.ablation)
+            messages=prompt.messages, time=_now(), probe=self.probe, ablation=self.ablation, **(extra or {}))
         rundir.append_jsonl(self.out / rundir.CALLS, record)
         if result.error is None:
             self.logged[key] = record
@@ -145,7 +149,7 @@ class Run:
                           outcome: dict, retrieved: list[str], extra: dict | None = None) -> dict:
         record = records.make(
             "prediction", **{"run_id": self.run_id, "stage": stage, "strategy": strategy, "item_id": item.id,
-                             "user": item.user, **outcome, "retrieved": retrieved,
+                             "user": item.user, "context_overflow": False, **outcome, "retrieved": retrieved,
                              "request_hash": result.request_hash if result else None,
                              "prompt_tokens": result.prompt_tokens if result else 0,
                              "completion_tokens": result.completion_tokens if result else 0,
@@ -173,6 +177,10 @@ class Run:
             if old is not None and old["request_hash"] == result.request_hash:
                 return old
         outcome = judge(result, item) if judge else agents.answer_record(result, item, self.space, *seed)
+        if result.context_overflow:  # no reply: no answer, wrong (when there is a gold label), not a parse failure
+            outcome = {**outcome, "answer": None, "correct": None if outcome.get("correct") is None else False,
+                       "parse_failed": False, "timeout": False, "error": None}
+        outcome = {**outcome, "context_overflow": result.context_overflow}
         fields = extra(outcome) if callable(extra) else extra
         return self.record_prediction(stage, strategy, item, result, outcome, list(retrieved), fields)
 
@@ -237,19 +245,28 @@ class Run:
         self.memory.save(self.out / rundir.MEMORY)
 
     async def summaries(self) -> None:
+        """Each pool's semantic memory: its critiques distilled in chunks that fit the context,
+        merged until one advice list remains (critique.engine.memory.semantic)."""
         pools: dict[str, list[dict]] = {}
         for entry in self.memory.entries:
             pools.setdefault(pool_of(entry["user"]), []).append(entry)
+        window = self.llm.context_window
+        budget = context.summary_budget(window, self.config.max_tokens) if window else None
 
         async def one(pool: str) -> None:
-            prompt = agents.summary_prompt(self.task, pools[pool])
             user = None if pool == "all" else pool
-            result = await self.call("summary", None, None, user, prompt, parsing.SUMMARY_SCHEMA, "summary")
-            advice = parsing.parse_advice(result.text) if result.error is None else None
+
+            async def call(prompt: agents.Prompt, level: int, chunk: int) -> LLMResult:
+                return await self.call("summary", None, None, user, prompt, parsing.SUMMARY_SCHEMA, "summary",
+                                       extra={"summary_level": level, "summary_chunk": chunk})
+
+            done = await semantic.Distiller(self.task, call, self.llm.count_tokens, budget).distil(pools[pool])
             self.semantic[pool] = records.make(
-                "semantic", advice=advice, source_ids=[e["id"] for e in pools[pool]], model=self.config.model,
-                template_hash=prompt.template_hash, timeout=result.timeout, error=result.error,
-                run_id=self.run_id, request_hash=result.request_hash)
+                "semantic", advice=parsing.advice_text([line["text"] for line in done.lines]), lines=done.lines,
+                source_ids=[e["id"] for e in pools[pool]], model=self.config.model,
+                template_hash=prompts.template_hash("summary.j2"), timeout=done.timeout, error=done.error,
+                run_id=self.run_id, request_hash=done.request_hash, context_tokens=window,
+                tree=[[node.record() for node in level] for level in done.tree])
 
         await self.each(sorted(pools), one, "semantic memory")
         semantic.save(self.out / rundir.MEMORY, dict(sorted(self.semantic.items())))
@@ -301,7 +318,8 @@ def _logged_result(r: dict, **changes) -> LLMResult:
     """The result of a call as its record in ``calls.jsonl`` has it."""
     fields = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "finish_reason", "latency_s", "cached",
               "retries", "request_hash")
-    return LLMResult(r["response"], **{**{f: r[f] for f in fields}, **changes})
+    later = {"context_overflow": bool(r.get("context_overflow")), "cut_fields": r.get("cut_fields")}  # newer fields
+    return LLMResult(r["response"], **{**{f: r[f] for f in fields}, **later, **changes})
 
 
 def _now() -> str:

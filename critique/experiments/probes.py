@@ -111,6 +111,11 @@ async def _condition(run, item, condition: str, initial: str | None, attribution
         run.record_prediction("probe", condition, item, None,
                               _failed(item, f"the critique call failed ({review.error}); rerun to retry"), [], extra)
         return
+    if review.context_overflow:  # no critique to show: no answer, wrong, like a timeout (not redone)
+        run.record_prediction("probe", condition, item, None, {**_failed(item, None), "context_overflow": True}, [],
+                              {**extra, "followed": False, "critique_parse_failed": False, "critique_timeout": False,
+                               "critique_request_hash": review.request_hash})
+        return
     critique = parsing.parse_critique(review.text)
     source, other = (attribution, None)
     if attribution and attribution.startswith("other:"):

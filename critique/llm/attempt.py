@@ -46,6 +46,16 @@ def fields_of(response) -> dict:
         raise MalformedResponse(f"not a chat completion ({type(exc).__name__}: {exc})") from None
 
 
+def context_exceeded(error: BaseException) -> bool:
+    """The provider refused the prompt as longer than the model's context (litellm maps the providers'
+    own errors to ContextWindowExceededError; a worker process passes its name in the text)."""
+    import litellm
+
+    if isinstance(error, CallFailed):
+        return error.text.startswith("ContextWindowExceededError")
+    return isinstance(error, litellm.ContextWindowExceededError)
+
+
 # HTTP statuses worth another attempt: timeout, conflict, too early, rate limit, and 5xx.
 RETRY_STATUS = frozenset({408, 409, 425, 429})
 

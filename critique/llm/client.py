@@ -12,6 +12,12 @@ cached on disk by the hash of everything that determines them (model, messages, 
 parameters, schema, endpoint), shared across runs. Provider limits shared with other
 clients (``limits``) and a stop signal (``stop``) are options of the client.
 
+A prompt that does not fit the model's context window (critique.llm.context: ``--context-tokens``,
+the embedded model's n_ctx, or litellm's model information) is not sent and never truncated:
+the result says ``context_overflow``, as it does when a provider refuses a prompt as too long.
+Only the embedded model is held to the length bounds of a schema (critique.llm.bounds); its
+result names the strings that reached theirs (``cut_fields``).
+
 With ``processes`` > 1 (``--call-processes``) each attempt runs in one of that many worker
 processes (critique.llm.workers), for hundreds of calls in flight; the rest of a call (cache,
 slots, retries, redaction) stays here, and the records are the same.
@@ -36,8 +42,9 @@ from critique.base.config import RunConfig
 from critique.base.errors import Stopped
 from critique.base.paths import cache_dir, set_aside
 from critique.base.rundir import redact, redact_value
-from critique.llm.attempt import (RETRY_STATUS, CallFailed, MalformedResponse, backoff, describe,  # noqa: F401
-                                  fields_of, retry_after_of, retryable)
+from critique.llm import bounds, context
+from critique.llm.attempt import (RETRY_STATUS, CallFailed, MalformedResponse, backoff, context_exceeded,  # noqa: F401
+                                  describe, fields_of, retry_after_of, retryable)
 
 
 @dataclass
@@ -60,6 +67,7 @@ class LLMConfig:
     routing_strategy: str | None = None  # the Router's, with deployments
     endpoint_id: str | None = None  # the name an endpoint's responses are cached under (default: its URL)
     processes: int = RunConfig.call_processes  # > 1: attempts run in that many worker processes (workers.py)
+    context_tokens: int | None = None  # the model's context window (None: the embedded model's, else litellm's)
 
 
 def llm_config(run: RunConfig) -> LLMConfig:
@@ -68,7 +76,7 @@ def llm_config(run: RunConfig) -> LLMConfig:
                      reasoning_effort=run.reasoning_effort, api_base=run.api_base, seed=run.seed,
                      concurrency=run.concurrency, use_cache=run.use_cache, cache_dir=run.cache_dir,
                      timeout=run.timeout, num_retries=run.num_retries, endpoint_id=run.endpoint_id,
-                     processes=run.call_processes)
+                     processes=run.call_processes, context_tokens=run.context_tokens)
 
 
 @dataclass
@@ -83,6 +91,8 @@ class LLMResult:
     retries: int = 0
     error: str | None = None
     request_hash: str = ""
+    context_overflow: bool = False  # the prompt did not fit the context: not sent (or refused as too long)
+    cut_fields: list[str] | None = None  # the embedded model: the reply's strings cut at their length bound
 
     @property
     def timeout(self) -> bool:
@@ -142,6 +152,7 @@ class LLM:
         # the embedded model computes one reply at a time: more calls in flight only queue
         self.concurrency = 1 if config.model.startswith(f"{local_llm.PROVIDER}/") else max(1, config.concurrency)
         self.calls_made = 0
+        self.context_window = context.window(config.model, config.context_tokens, self.local)  # None: unknown
         self._processes = None  # the worker processes of the attempts, started on the first one
         if config.processes > 1 and self.local is None and not config.deployments:
             from critique.llm.workers import CallProcesses
@@ -152,6 +163,8 @@ class LLM:
     def request(self, messages: list[dict], schema: dict, schema_name: str) -> dict:
         """Everything that determines the response."""
         c = self.config
+        if self.local is None:  # only the embedded model is held to the schema's length bounds (bounds.py)
+            schema = bounds.strip(schema)
         request = {"model": c.model, "messages": messages, "temperature": c.temperature, "max_tokens": c.max_tokens,
                    "reasoning_effort": c.reasoning_effort, "seed": c.seed,
                    "response_format": response_format(schema, schema_name)}
@@ -205,9 +218,34 @@ class LLM:
     def request_hash(request: dict) -> str:
         return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
+    def count_tokens(self, messages: list[dict]) -> int:
+        """Tokens of a prompt for this model (critique.llm.context)."""
+        if self.local is not None:
+            from critique.llm import local as local_llm
+
+            return local_llm.count_tokens(self.config.model.split("/", 1)[1], messages)
+        return context.count(self.config.model, messages)
+
+    def fits(self, messages: list[dict], limit: int) -> bool:
+        """The prompt holds at most ``limit`` tokens (counted only when its bytes could exceed it)."""
+        return context.surely_fits(messages, limit) or self.count_tokens(messages) <= limit
+
+    def overflows(self, messages: list[dict]) -> bool:
+        """The prompt leaves no room for a reply in the context window (never, when the window is unknown)."""
+        window = self.context_window
+        return window is not None and not self.fits(messages, context.prompt_limit(window, self.config.max_tokens))
+
     async def complete(self, messages: list[dict], schema: dict, schema_name: str) -> LLMResult:
+        result = await self._complete(messages, schema, schema_name)
+        if self.local is not None and result.text is not None:  # which strings the grammar cut at their bound
+            result.cut_fields = bounds.cut_fields(bounds.bounded(schema, self.local["max_string_chars"]), result.text)
+        return result
+
+    async def _complete(self, messages: list[dict], schema: dict, schema_name: str) -> LLMResult:
         request = self.request(messages, schema, schema_name)
         key = self.request_hash(request)
+        if self.overflows(messages):  # never sent, never truncated (nor taken from the cache): the caller records it
+            return LLMResult(None, prompt_tokens=self.count_tokens(messages), context_overflow=True, request_hash=key)
         if self._cache is not None:
             hit = self._cached(key)
             if hit is not None:
@@ -222,9 +260,10 @@ class LLM:
                 async with self._limits.slot(provider_of(self.config.model)):
                     result = await self._call(request)
         result.request_hash = key
-        if self._cache is not None and result.error is None:
+        if self._cache is not None and result.error is None and not result.context_overflow:
             self._keep(key, redact_value({k: v for k, v in asdict(result).items()
-                                          if k not in ("cached", "latency_s", "retries", "request_hash")}))
+                                          if k not in ("cached", "latency_s", "retries", "request_hash",
+                                                       "context_overflow", "cut_fields")}))
         return result
 
     async def _call(self, request: dict) -> LLMResult:
@@ -240,6 +279,9 @@ class LLM:
                 return LLMResult(**fields, latency_s=round(time.monotonic() - started, 4), retries=retries)
             except Exception as exc:  # noqa: BLE001 - every failure of the call is reported, none raised
                 error = exc
+            if context_exceeded(error):  # the provider's own word that the prompt is too long: an overflow
+                return LLMResult(None, latency_s=round(time.monotonic() - started, 4), retries=retries,
+                                 context_overflow=True)
             if retries >= self.config.num_retries or not retryable(error):
                 return LLMResult(None, latency_s=round(time.monotonic() - started, 4), retries=retries,
                                  error=redact(describe(error))[:1000])  # redact, then cut

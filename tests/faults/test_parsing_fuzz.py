@@ -79,7 +79,8 @@ def test_any_reply_parses_without_raising_and_a_failure_is_never_right(text, spa
     if critique is not None:
         assert isinstance(parsing.assertion_mismatch(critique, space[0], space), bool)
     advice = parsing.parse_advice(text)
-    assert advice is None or (isinstance(advice, str) and advice.strip())
+    assert isinstance(advice, list) and all(isinstance(line, str) and line.strip() == line and line
+                                            for line in advice)
 
 
 @FUZZ

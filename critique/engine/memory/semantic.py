@@ -1,13 +1,42 @@
-"""Semantic memory: per pool, the advice distilled from all its critiques, with its sources."""
+"""Semantic memory: per pool, the advice distilled from all its critiques, with its sources.
+
+At any scale: the pool's critiques are distilled in chunks that fit the model's context, and the
+partial advice lists are merged the same way, level by level, until one list remains.
+
+- Level 0 packs the critiques, in memory order, into consecutive chunks whose summary prompt
+  (summary.j2) fits the budget (critique.llm.context.summary_budget: the window less room for
+  the reply), and asks for the advice of each chunk.
+- Level L >= 1 packs the advice lists of level L-1 into merges that fit (summary_merge.j2) and
+  asks for one list per merge; a list left alone at the end of a level is passed up without a call.
+- When all critiques fit one prompt (or the window is unknown), level 0 is one call and there is
+  no merge: the single summary call of the method.
+
+Provenance: every line a call writes is attributed to all critiques under that call: the
+critiques of its chunk at level 0, the union of the merged lists' critiques above (the model is
+not asked to cite, so the ids never depend on a model citing right). Every critique therefore
+reaches the final advice, and the tree says through which chunk and merges it went.
+
+A critique too long for a prompt of its own (a long question) has its texts cut to the longest
+length that fits, each cut marked in the prompt by CUT_MARK, and its id is listed in the chunk's
+``shortened``. Each call is an ordinary logged call (stage ``summary``, with ``summary_level``
+and ``summary_chunk``) whose request depends only on the critiques and on the replies below it,
+so a resumed run finds the finished chunks in its log and asks only for the rest.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from critique.base import rundir
+from critique.engine import agents, parsing
+from critique.llm import context
 
 FILE = "semantic.json"
+CUT_MARK = " [... cut to fit the context]"
+_TEXTS = ("question", "initial_answer")  # entry fields shown in summary.j2, with the critique's fields
 
 
 def save(folder: Path, memory: dict[str, dict]) -> None:
@@ -17,3 +46,176 @@ def save(folder: Path, memory: dict[str, dict]) -> None:
 def load(folder: Path) -> dict[str, dict]:
     path = folder / FILE
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+class TooSmall(Exception):
+    """The context cannot hold what one prompt must hold."""
+
+
+@dataclass
+class Node:
+    """One chunk of the tree: a level-0 chunk of critiques, or a merge of lists of the level below."""
+    level: int
+    chunk: int
+    source_ids: list[str]
+    inputs: list[int] | None = None  # level >= 1: the chunks of the level below merged (or passed up) here
+    shortened: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    request_hash: str | None = None  # None: a list passed up without a call
+    timeout: bool = False
+    error: str | None = None
+
+    def record(self) -> dict:
+        record = {"source_ids": self.source_ids, "shortened": self.shortened, "lines": self.lines,
+                  "request_hash": self.request_hash, "timeout": self.timeout, "error": self.error}
+        return record if self.inputs is None else {**record, "inputs": self.inputs}
+
+
+@dataclass
+class Outcome:
+    tree: list[list[Node]]
+    lines: list[dict]  # the final advice: {text, source_ids}
+    error: str | None
+    request_hash: str
+
+    @property
+    def timeout(self) -> bool:
+        return any(node.timeout for level in self.tree for node in level)
+
+
+class Distiller:
+    """One pool's semantic memory. ``call(prompt, level, chunk)`` makes (or finds in the run's log)
+    one summary call and returns its LLMResult; ``count(messages)`` counts a prompt's tokens;
+    ``budget``: the tokens a summary prompt may hold (None: unknown, one call over all critiques)."""
+
+    def __init__(self, task: str, call, count, budget: int | None):
+        self.task, self.call, self.count, self.budget = task, call, count, budget
+
+    def _fits(self, messages: list[dict]) -> bool:
+        return self.budget is None or context.surely_fits(messages, self.budget) or self.count(messages) <= self.budget
+
+    def _chunk_prompt(self, entries: list[dict]) -> list[dict]:
+        return agents.summary_prompt(self.task, entries).messages
+
+    def _merge_prompt(self, nodes: list[Node]) -> list[dict]:
+        return agents.merge_prompt(self.task, [n.lines for n in nodes]).messages
+
+    # ---- packing ----------------------------------------------------------------------------
+    def pack(self, items: list, render) -> list[list]:
+        """Consecutive ``items`` in chunks whose prompt ``render(chunk)`` fits (greedy, then checked)."""
+        if self._fits(render(items)):
+            return [list(items)]
+        base = self.count(render([]))
+        chunks, current, used = [], [], base
+        for item in items:
+            cost = self.count(render([item])) - base
+            if current and used + cost > self.budget:
+                chunks.append(current)
+                current, used = [], base
+            current.append(item)
+            used += cost
+        chunks.append(current)
+        i = 0
+        while i < len(chunks):  # a count of joined texts can differ from the sum of its parts at a seam
+            while len(chunks[i]) > 1 and not self._fits(render(chunks[i])):
+                moved = chunks[i].pop()
+                if i + 1 == len(chunks):
+                    chunks.append([])
+                chunks[i + 1].insert(0, moved)
+            i += 1
+        return chunks
+
+    def fitted(self, entry: dict) -> tuple[dict, bool]:
+        """``entry`` as a summary prompt of its own can hold it: whole, or with each of its texts cut
+        to the longest length that fits (then True); TooSmall when not even empty texts fit."""
+        if self._fits(self._chunk_prompt([entry])):
+            return entry, False
+        longest = max([len(str(entry.get(k) or "")) for k in _TEXTS]
+                      + [len(str(v)) for v in entry["critique"].values()])
+        low, high = -1, longest  # the longest cut that fits lies in [low, high); -1: none fits
+        while high - low > 1:
+            middle = (low + high) // 2
+            if self._fits(self._chunk_prompt([_cut(entry, middle)])):
+                low = middle
+            else:
+                high = middle
+        if low < 0:
+            raise TooSmall(f"a summary prompt of {self.budget} tokens cannot hold the critique {entry['id']}, "
+                           f"even with its texts left out")
+        return _cut(entry, low), True
+
+    # ---- calls -------------------------------------------------------------------------------
+    async def _ask(self, node: Node, prompt: agents.Prompt) -> None:
+        result = await self.call(prompt, node.level, node.chunk)
+        node.request_hash, node.timeout = result.request_hash, result.timeout
+        if result.error is not None:
+            node.error = result.error
+        elif result.context_overflow:  # only when the window is not known here, or litellm's is wrong
+            node.error = "the prompt did not fit the model's context (--context-tokens N makes chunks that fit)"
+        else:
+            node.lines = parsing.parse_advice(result.text)
+            if not node.lines:
+                node.error = "no advice in the reply" + (" (cut at the token limit)" if result.timeout else "")
+
+    async def distil(self, entries: list[dict]) -> Outcome:
+        tree: list[list[Node]] = []
+        try:
+            shown, shortened = [], set()
+            for entry in entries:
+                fitted, cut = self.fitted(entry) if self.budget is not None else (entry, False)
+                shown.append(fitted)
+                if cut:
+                    shortened.add(entry["id"])
+            chunks = self.pack(shown, self._chunk_prompt)
+            level = [Node(0, i, [e["id"] for e in chunk], shortened=[e["id"] for e in chunk if e["id"] in shortened])
+                     for i, chunk in enumerate(chunks)]
+            tree.append(level)
+            await asyncio.gather(*(self._ask(node, agents.summary_prompt(self.task, chunk))
+                                   for node, chunk in zip(level, chunks)))
+            while not _failed(level) and len(level) > 1:
+                level = await self._merge_level(level)
+                tree.append(level)
+        except TooSmall as exc:
+            return Outcome(tree, [], str(exc), "")
+        failed = _failed(level)
+        if failed is not None:
+            return Outcome(tree, [], f"summary level {failed.level} chunk {failed.chunk}: {failed.error}",
+                           failed.request_hash or "")
+        root = level[0]
+        return Outcome(tree, [{"text": line, "source_ids": root.source_ids} for line in root.lines], None,
+                       root.request_hash or "")
+
+    async def _merge_level(self, below: list[Node]) -> list[Node]:
+        number = below[0].level + 1
+        for node in below:
+            if not self._fits(self._merge_prompt([node])):
+                raise TooSmall(f"a merge prompt of {self.budget} tokens cannot hold the advice of level "
+                               f"{node.level} chunk {node.chunk}")
+        chunks = self.pack(below, self._merge_prompt)
+        if len(chunks) == len(below):
+            raise TooSmall(f"a merge prompt of {self.budget} tokens cannot hold two advice lists of level "
+                           f"{number - 1}")
+        level, asks = [], []
+        for i, chunk in enumerate(chunks):
+            node = Node(number, i, [s for n in chunk for s in n.source_ids], inputs=[n.chunk for n in chunk])
+            if len(chunk) == 1:  # nothing to merge: passed up as it is
+                node.lines = list(chunk[0].lines)
+            else:
+                asks.append(self._ask(node, agents.merge_prompt(self.task, [n.lines for n in chunk])))
+            level.append(node)
+        await asyncio.gather(*asks)
+        return level
+
+
+def _failed(level: list[Node]) -> Node | None:
+    return next((node for node in level if node.error is not None), None)
+
+
+def _cut(entry: dict, limit: int) -> dict:
+    """``entry`` with each text longer than ``limit`` characters cut there and marked."""
+    def cut(text) -> str:
+        text = str(text or "")
+        return text if len(text) <= limit else text[:limit] + CUT_MARK
+
+    return {**entry, **{k: cut(entry.get(k)) for k in _TEXTS},
+            "critique": {k: cut(v) for k, v in entry["critique"].items()}}

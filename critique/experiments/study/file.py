@@ -36,7 +36,7 @@ SETTINGS = {  # top-level field -> (type, what it is)
 FIELD_OF = {"retries": "num_retries"}  # study file name -> RunConfig field, where they differ
 TABLES = ("models", "providers", "probes", "ablations", "router")
 MODEL_FIELDS = {"name": str, "api_base": str, "reasoning_effort": str, "max_tokens": int, "temperature": float,
-                "concurrency": int, "timeout": float, "retries": int}
+                "concurrency": int, "timeout": float, "retries": int, "context_tokens": int}
 PROBE_FIELDS = {"suggestibility": {"attributions", "datasets", "models"},
                 "consistency": {"repeats", "split", "datasets", "models"}}
 ABLATION_FIELDS = {"values", "datasets", "models"}
@@ -59,6 +59,7 @@ class Model:
     concurrency: int | None = None
     timeout: float | None = None
     retries: int | None = None
+    context_tokens: int | None = None  # the model's context window (a served model litellm does not know)
     deployments: list[dict] | None = None  # router deployments (litellm model_list entries)
 
     @property
@@ -201,7 +202,8 @@ def load(path: str | Path) -> Study:
         values = {k: _typed(path, f"{where}.{k}", v, MODEL_FIELDS[k]) for k, v in entry.items()}
         if values.get("reasoning_effort", "low") not in EFFORTS:
             raise _error(f"{path}: {where}.reasoning_effort must be one of {', '.join(EFFORTS)}")
-        for key, low in (("max_tokens", 1), ("concurrency", 1), ("retries", 0), ("timeout", 0.001)):
+        for key, low in (("max_tokens", 1), ("concurrency", 1), ("retries", 0), ("timeout", 0.001),
+                         ("context_tokens", 1)):
             if key in values and values[key] < low:
                 raise _error(f"{path}: {where}.{key} must be at least {low}, not {values[key]}")
         models.append(Model(**values))

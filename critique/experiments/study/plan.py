@@ -27,7 +27,7 @@ def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
                      concurrency=pick("concurrency", "concurrency"), encoder=s.get("encoder", RunConfig.encoder),
                      use_cache=s.get("use_cache", RunConfig.use_cache), data_dir=s.get("data_dir"),
                      cache_dir=s.get("cache_dir"), timeout=pick("timeout", "timeout"),
-                     num_retries=pick("retries", "num_retries"))
+                     num_retries=pick("retries", "num_retries"), context_tokens=model.context_tokens)
 
 
 def _selected(spec: dict, model: Model, dataset: str) -> bool:

@@ -28,8 +28,10 @@ COLUMNS = {
     "per_user": ["model", "dataset", "strategy", "user", "accuracy", "n", "errors"],
     "tokens": ["model", "dataset", "strategy", "tokens_per_question", "reasoning"],
     "costs": ["model", "dataset", "init_tokens", "critique_tokens", "summary_tokens"],
-    "suggestibility": ["model", "dataset", "attribution", "acc_truth", "acc_lying", "n", "errors"],
+    "suggestibility": ["model", "dataset", "attribution", "acc_truth", "acc_lying", "n", "errors", "delivered_truth",
+                       "delivered_lying", "acc_truth_delivered", "acc_lying_delivered"],
     "ablations": ["ablation", "model", "dataset", "strategy", "value", "accuracy", "n", "errors"],
+    "mismatch": ["model", "dataset", "entries", "mismatches", "mismatch_rate"],
 }
 COST_STAGES = {vocab.TRAIN: "init_tokens", vocab.CRITIQUE: "critique_tokens", vocab.SUMMARY: "summary_tokens"}
 
@@ -44,6 +46,7 @@ class Cells:
     suggestibility: list[dict]  # accuracy with a truthful / a lying critique in context
     ablations: list[dict]  # test accuracy of ablation runs, by ablation name and value
     source: str = "logs"
+    mismatch: list[dict] = field(default_factory=list)  # critiques that contradict the gold, per model x dataset
     # (model as shown, dataset) -> {"model": the model's own name, "settings": ...}: what a shown
     # model with its variant stands for (analysis.read.label_variants); empty for CSV input
     labels: dict = field(default_factory=dict)
@@ -177,6 +180,20 @@ def majority(accuracy: Groups, train: Groups) -> dict[tuple, float]:
     return out
 
 
+def _delivery(groups: Groups, cell: tuple) -> dict:
+    """Per arm: the share (%) of checked critiques that argued the label they were told to, and the
+    accuracy (%) over those (pooled over users); None where no critique was checked (older logs)."""
+    out = {}
+    for arm, name in ((vocab.TRUTH, "truth"), (vocab.LYING, "lying")):
+        total = tally.new()
+        for counts in groups.get((*cell, arm), {}).values():
+            tally.add(total, counts)
+        checked, delivered = total[tally.CHECKED], total[tally.DELIVERED]
+        out[f"delivered_{name}"] = delivered / checked * 100.0 if checked else None
+        out[f"acc_{name}_delivered"] = total[tally.DELIVERED_CORRECT] / delivered * 100.0 if delivered else None
+    return out
+
+
 def _suggestibility(groups: Groups) -> list[dict]:
     cells = {}
     for row in rates(groups, ["model", "dataset", "attribution", "strategy"]):
@@ -187,8 +204,19 @@ def _suggestibility(groups: Groups) -> list[dict]:
         truth, lying = by_strategy.get(vocab.TRUTH) or {}, by_strategy.get(vocab.LYING) or {}
         rows.append({"model": model, "dataset": dataset, "attribution": attribution,
                      "acc_truth": truth.get("accuracy"), "acc_lying": lying.get("accuracy"), "n": truth.get("n"),
-                     "errors": truth.get("errors", 0) + lying.get("errors", 0)})
+                     "errors": truth.get("errors", 0) + lying.get("errors", 0),
+                     **_delivery(groups, (model, dataset, attribution))})
     return rows
+
+
+def _mismatch(logs: Logs) -> list[dict]:
+    rows = []
+    for experiment in logs.experiments:
+        entries, mismatches = experiment.memory
+        if experiment.plain and entries:
+            rows.append({"model": model_label(experiment.meta), "dataset": experiment.meta["dataset"],
+                         "entries": entries, "mismatches": mismatches, "mismatch_rate": mismatches / entries * 100.0})
+    return sorted(rows, key=lambda r: (name_key(r["model"]), name_key(r["dataset"])))
 
 
 def from_logs(logs: Logs) -> Cells:
@@ -235,4 +263,5 @@ def from_logs(logs: Logs) -> Cells:
         source="logs",
         labels={(model_label(m), m["dataset"]): {"model": m["model"], "settings": m["settings"]} for m in logs.runs
                 if m["probe"] is None and m["ablation"] is None},
+        mismatch=_mismatch(logs),
     )

@@ -23,6 +23,7 @@ class Experiment:
     meta: dict  # the identity of its runs (see analysis.read.run_meta), from the latest of them
     predictions: dict  # (stage, strategy, user) -> tally (see analysis.tally)
     calls: dict  # stage -> tally: the answered critique and summary calls of a plain run
+    memory: tuple = (0, 0)  # a plain run's episodic entries, and those whose critique contradicts the gold
 
     @property
     def plain(self) -> bool:
@@ -104,7 +105,11 @@ def wait(pending: read.Pending) -> Logs:
     for _, _, run_problems, run_errors in reads:
         problems.extend(run_problems)
         errors.extend(run_errors)
-    return Logs(list(pending.metas), experiments(pending.metas, reads, problems), problems, errors)
+    found = experiments(pending.metas, reads, problems)
+    for experiment in found:
+        if experiment.plain:
+            experiment.memory = read.memory_counts(experiment.meta["path"], problems)
+    return Logs(list(pending.metas), found, problems, errors)
 
 
 def load(paths: list[str], allow_mixed: bool = False, workers: int | None = None) -> Logs:

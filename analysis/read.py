@@ -26,7 +26,7 @@ from critique.analysis.jsonl import scan
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
                      "completion_tokens", "reasoning_tokens", "error", "gold",
-                     "context_overflow")  # the order analysis.tally reads
+                     "context_overflow", "delivered")  # the order analysis.tally reads
 # What an experiment is, besides its model, dataset, probe and ablation: the run settings that
 # make a run directory one run (critique.base.config.IDENTITY), the data and the prompt templates.
 SETTINGS = tuple(k for k in IDENTITY if k != "model") + ("endpoint", "weights", "data", "templates")
@@ -174,6 +174,17 @@ def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: li
             problems.append(f"{meta['path']}: log_version {meta['log_version']!r}, this reader knows "
                             f"{rundir.LOG_VERSION}; read with plain JSON parsing")
     return kept
+
+
+def memory_counts(path: str, problems: list[str]) -> tuple[int, int]:
+    """(episodic entries, entries whose critique asserts another label than gold) of one run (the
+    latest run of an experiment holds its memory)."""
+    try:
+        rows = scan(Path(path) / rundir.MEMORY / "episodic.jsonl", ("assertion_mismatch",), problems)
+    except OSError as exc:
+        problems.append(f"{path}: its episodic memory cannot be read ({exc}); no mismatch rate")
+        return 0, 0
+    return len(rows), sum(row[0] is True for row in rows)
 
 
 def read_records(path: str, plain: bool, shared: bool, with_users: bool,

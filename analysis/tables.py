@@ -143,6 +143,7 @@ def _difference(a, b) -> float | None:
 
 def suggestibility(cells: Cells) -> list[dict]:
     rows = [{**r, "suggestibility": _difference(r["acc_truth"], r["acc_lying"]),
+             "suggestibility_delivered": _difference(r.get("acc_truth_delivered"), r.get("acc_lying_delivered")),
              "attribution": r["attribution"] if isinstance(r["attribution"], str) and r["attribution"] else None}
             for r in cells.suggestibility]
     return sorted(rows, key=lambda r: (name_key(r["model"]), name_key(r["dataset"])))
@@ -154,8 +155,15 @@ def table4(cells: Cells) -> Table:
                               "'suggestibility', or --suggestibility CSV)")
     columns = ["model", "dataset", "attribution", "acc_truth", "acc_lying", "suggestibility", "n", "errors", "flagged"]
     rows = flagged(suggestibility(cells))
-    return Table("table4", TITLES["table4"], columns, records(rows, columns),
-                 note="errors: probe predictions that ended in an error (counted wrong), truth and lying together")
+    checked = any(r.get("delivered_truth") is not None or r.get("delivered_lying") is not None for r in rows)
+    if checked:
+        columns += ["delivered_truth", "delivered_lying", "suggestibility_delivered"]
+    note = "errors: probe predictions that ended in an error (counted wrong), truth and lying together"
+    if checked:
+        note += ("; delivered_truth, delivered_lying: the share of critiques that argued the label they were told to "
+                 "(a lying critique that asserts the true label was not delivered); suggestibility_delivered: S "
+                 "over the delivered critiques only")
+    return Table("table4", TITLES["table4"], columns, records(rows, columns), note=note)
 
 
 def _total(values: list) -> float | None:
@@ -288,6 +296,15 @@ def table11(cells: Cells) -> Table:
                       "(counted wrong)")
 
 
+def mismatch_table(cells: Cells) -> Table:
+    if not cells.mismatch:
+        return skip("mismatch", "no episodic memory among the plain runs read (memory/episodic.jsonl)")
+    columns = ["model", "dataset", "entries", "mismatches", "mismatch_rate"]
+    note = ("entries: critiques in the run's episodic memory; mismatches: those whose assertion names another label "
+            "than the gold one (the critic was shown the gold), in percent as mismatch_rate")
+    return Table("mismatch", TITLES["mismatch"], columns, records(cells.mismatch, columns), note=note)
+
+
 def claim_c1_c2(cells: Cells) -> tuple[dict | None, dict | None]:
     wide, _ = study_points(cells)
     summaries = {b: paired_summary(list(gains(wide, vocab.BEST, b).values())) for b in vocab.BASELINES}
@@ -348,7 +365,7 @@ def build(cells: Cells) -> Result:
     t3 = table3(cells)
     tables = [table1(cells), table2(cells), t3, table4(cells), table5_costs(cells), table5(cells),
               *(ablation_table(cells, name) for name in vocab.ABLATIONS), table9(cells), table10(cells),
-              table11(cells)]
+              table11(cells), mismatch_table(cells)]
     found, why = claims(cells, t3)
     return Result(cells.source, tables, found, why)
 

@@ -23,6 +23,7 @@ TITLES = {
     "table9": "Table 9. Timeout rate (%) per model x dataset x strategy (train_predict: the train stage)",
     "table10": "Table 10. Per-user accuracy (%), preference datasets",
     "table11": "Table 11. Accuracy (%) over users, preference datasets: mean and SD",
+    "mismatch": "Critiques whose assertion contradicts the gold label, per model x dataset",
     "comparison": "Comparison of Table 1 with the published numbers (points)",
     "claims_comparison": "Headline claims: logs versus published numbers",
 }

@@ -8,7 +8,9 @@ wrong, an error is counted as an error and never as a parse failure (logs writte
 runner stopped marking errored answers parse_failed say both), tokens are summed over the
 records whose call answered (no error), a record reports reasoning when its reasoning_tokens is
 above 0, OVERFLOWS counts the prompts that did not fit the model's context (not sent: counted
-wrong, like a timeout; absent in older logs), and GOLD counts the records per gold label (the
+wrong, like a timeout; absent in older logs), CHECKED / DELIVERED / DELIVERED_CORRECT count a
+probe's critiques whose delivery was checked, those that argued the label they were told to, and
+the right answers among those, and GOLD counts the records per gold label (the
 majority-class baseline).
 """
 
@@ -16,11 +18,12 @@ from __future__ import annotations
 
 import math
 
-RECORDS, CORRECT, TIMEOUT, PARSE_FAILED, ERRORS, OVERFLOWS, ANSWERED, WITH_TOKENS, TOKENS, REASONING, GOLD = range(11)
+(RECORDS, CORRECT, TIMEOUT, PARSE_FAILED, ERRORS, OVERFLOWS, ANSWERED, WITH_TOKENS, TOKENS, CHECKED, DELIVERED,
+ DELIVERED_CORRECT, REASONING, GOLD) = range(14)
 
 
 def new() -> list:
-    return [0, 0, 0, 0, 0, 0, 0, 0, 0, False, {}]
+    return [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, False, {}]
 
 
 def add(into: list, tally: list) -> None:
@@ -78,7 +81,7 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
     tallies: dict[tuple, list] = {}
     get = tallies.get
     for (stage, strategy, user, _), row in items.items():
-        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error, gold, overflow = row
+        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error, gold, overflow, delivered = row
         key = (stage, strategy, user)
         tally = get(key)
         if tally is None:
@@ -89,6 +92,11 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
                 tally[OVERFLOWS] += 1
         else:
             _count(tally, correct, None, None, None, None, error)
+        if delivered is True or delivered is False:  # a probe's critique, checked: did it argue its label?
+            tally[CHECKED] += 1
+            if delivered:
+                tally[DELIVERED] += 1
+                tally[DELIVERED_CORRECT] += correct is True
         if gold is not None:
             gold = label(gold)
             counts = tally[GOLD]

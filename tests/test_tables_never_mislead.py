@@ -248,3 +248,23 @@ def test_context_overflows_are_counted_wrong_and_shown_in_table9(tmp_path):
     assert (row["overflow_rate"], row["overflows"], row["parse_fail_rate"], row["errors"]) == (40.0, 2, 0.0, 0)
     assert result.table("table1").rows[0]["accuracy"] == 40.0
     assert "(2 overflow)" in str(result.table("table9").view_rows[0]["EP_CRIT"])
+
+
+def test_mismatch_rate_and_probe_delivery(tmp_path, capsys):
+    run = plain_run(tmp_path / "plain")
+    (run / rundir.MEMORY).mkdir()
+    synthetic.write_jsonl(run / rundir.MEMORY / "episodic.jsonl",
+                          [{"id": f"e{i}", "assertion_mismatch": i < 3} for i in range(4)])
+    head = synthetic.manifest("m", "d", probe={"name": "suggestibility", "attribution": ""}, run_id="probe")
+    # truth: 4 delivered (3 right), 1 not; lying: 2 delivered (0 right), 3 not delivered (2 right)
+    arms = [("truth", [True] * 4 + [False], [True, True, True, False, True]),
+            ("lying", [True, True, False, False, False], [False, False, True, True, False])]
+    predictions = [{**synthetic.prediction("probe", arm, f"t{i}", right[i]), "delivered": delivered[i]}
+                   for arm, delivered, right in arms for i in range(5)]
+    synthetic.write_run(tmp_path / "probe", head, [], predictions)
+    code, out, err = tables(capsys, tmp_path, "--format", "json")
+    data = json.loads(out)
+    assert data["mismatch"] == [{"model": "m", "dataset": "d", "entries": 4, "mismatches": 3, "mismatch_rate": 75.0}]
+    row = data["table4"][0]
+    assert (row["delivered_truth"], row["delivered_lying"]) == (80.0, 40.0)
+    assert row["suggestibility"] == 80.0 - 40.0 and row["suggestibility_delivered"] == 75.0 - 0.0

@@ -14,7 +14,7 @@ $(BIN)/critique: pyproject.toml setup/venv.sh setup/llama-cpp-python.cmake
 setup: $(BIN)/critique
 
 demo: setup  ## README command 1: set up, then the demo run on the embedded model
-	$(BIN)/critique run --dataset mcr-gen --model local/smollm2 --limit 25 --out runs/demo
+	$(BIN)/critique run --dataset mcr-gen --model local/smollm2 --limit 25 --prompts compact --out runs/demo
 
 test: setup  ## README command 2: the test suite
 	$(BIN)/python -m pytest -q

@@ -17,6 +17,7 @@ import statistics
 from pathlib import Path
 
 from critique.base import rundir, vocab
+from critique.base.assertion import asserted_option
 from critique.base.errors import UserError
 
 AUDIT_HELP = "audit the memory of run directories: each entry's verdict, reuse and outcome (reads logs only)"
@@ -44,46 +45,6 @@ def register(sub) -> None:
                         help="where dataset folders are now (DIR/<name> or DIR), when not where the run read them: "
                              "for the generator's truth (pref-gen's flipped labels); repeatable")
     parser.set_defaults(func=run_audit)
-
-
-_NOUN = r"(?:answer|option|choice|label|ordering|response)"
-_LEAD = rf"(?i:\b(?:(?:correct|right|true|gold|best|actual|final|expected)\s+{_NOUN}|{_NOUN}))"
-_VERB = r"(?i:\s*(?:(?:is|was|would\s+be|should\s+be|should\s+have\s+been|must\s+be)\s*:?|[:=]))\s*"
-_PREFIX = rf"(?i:(?:{_NOUN}|number)\s*)?[\"'(\[]?\s*"
-_RIGHT = r"(?i:\s+(?:is|was)\s+(?:the\s+)?(?:correct|right)\b)"
-
-
-def _option_pattern(space: list[str]) -> str:
-    """The options as alternatives, longest first; a one-letter option only in its own case (so that
-    "a" in a sentence is not option A), other options in any case."""
-    shown = [re.escape(o) if len(o) == 1 and o.isalpha() else f"(?i:{re.escape(o)})"
-             for o in sorted(space, key=len, reverse=True)]
-    return "(?P<opt>" + "|".join(shown) + r")(?![A-Za-z0-9])"
-
-
-def asserted_option(text, space: list[str]) -> str | None:
-    """The option of `space` that a critique's `correct_answer` asserts as the answer, or None
-    (no option named as the answer, or several). Strict: the text is the option ("3", "(B)",
-    "Option B", "No."), or names it as the answer ("The correct answer is 3, not 2." -> "3",
-    "Answer: B", "Option 2 is correct"), or begins with it as a numbered restatement ("2. quince,
-    file, ..."); a stray option in a sentence that names no answer counts for nothing."""
-    if not isinstance(text, str) or not space:
-        return None
-    by_folded = {o.casefold(): o for o in space}
-    opt = _option_pattern(space)
-    whole = re.fullmatch(rf"\s*{_PREFIX}{opt}\s*[\"')\]]?\s*[.!]?\s*", text)
-    found = [whole.group("opt")] if whole else []
-    for match in re.finditer(rf"{_LEAD}{_VERB}{_PREFIX}{opt}", text):
-        after = text[match.end():]
-        if re.match(rf"\s*,?\s*(?:or|and|/|&)\s*{opt}", after):  # "3 or 4": names no single answer
-            return None
-        found.append(match.group("opt"))
-    found += [m.group("opt") for m in re.finditer(rf"(?:^|(?<=[^A-Za-z0-9])){_PREFIX}{opt}[\"')\]]?{_RIGHT}", text)]
-    lead = re.match(rf"\s*\(?{opt}[.):]\s+\S", text)
-    if lead and len(lead.group("opt")) == 1:
-        found.append(lead.group("opt"))
-    named = {by_folded.get(o.casefold(), o) for o in found}
-    return named.pop() if len(named) == 1 else None
 
 
 def mean(values) -> float | None:

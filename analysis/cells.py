@@ -242,6 +242,7 @@ def from_logs(logs: Logs) -> Cells:
                 _add(ablations.setdefault(ablation, {}), (*point, strategy, meta["ablation_value"]), user, counts)
         if plain:
             for stage, counts in experiment.calls.items():
+                stage = vocab.CRITIQUE if stage == vocab.RECRITIQUE else stage  # a critique's second call
                 if stage in COST_STAGES:
                     _add(offline, point, stage, counts)
     ablation_rows = []

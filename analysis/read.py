@@ -21,7 +21,7 @@ import hashlib
 from critique.base import rundir
 from critique.analysis import tally
 from critique.base import vocab
-from critique.base.config import IDENTITY
+from critique.base.config import IDENTITY, manifest_value
 from critique.analysis.jsonl import scan
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
@@ -36,7 +36,7 @@ ABLATED = {"k": "k", "parts": "parts", "train_size": "train_fraction"}
 # A prediction carries the tokens of the call that answered it, so only the calls without a
 # prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
 CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error")
-CALL_STAGES = ("stage", frozenset({vocab.CRITIQUE, vocab.SUMMARY}))
+CALL_STAGES = ("stage", frozenset({vocab.CRITIQUE, vocab.RECRITIQUE, vocab.SUMMARY}))
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this, worker processes cost more than they save
 
 
@@ -81,7 +81,7 @@ def run_meta(path: Path, manifest: dict) -> dict:
     ablation = manifest.get("ablation") or {}
     value = ablation.get("value")
     templates = {str(k): str(v) for k, v in (manifest.get("templates") or {}).items()}
-    settings = {k: config.get(k) for k in SETTINGS[:-DERIVED]}
+    settings = {k: manifest_value(config, k) for k in SETTINGS[:-DERIVED]}  # an older run: what it had
     settings["endpoint"] = config.get("endpoint_id") or config.get("api_base")
     local = manifest.get("local_model")
     settings["weights"] = _digest(local) if local else None  # the embedded model's file and bounds
@@ -177,14 +177,17 @@ def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: li
 
 
 def memory_counts(path: str, problems: list[str]) -> tuple[int, int]:
-    """(episodic entries, entries whose critique asserts another label than gold) of one run (the
-    latest run of an experiment holds its memory)."""
+    """(critiques, those whose first critique asserted another label than gold) of one run (the latest
+    run of an experiment holds its memory): its episodic entries and those --on-mismatch drop left
+    out (memory/dropped.jsonl); an entry asked again (--on-mismatch recritique) had a first mismatch."""
+    rows = []
     try:
-        rows = scan(Path(path) / rundir.MEMORY / "episodic.jsonl", ("assertion_mismatch",), problems)
+        for name in ("episodic.jsonl", "dropped.jsonl"):
+            rows += scan(Path(path) / rundir.MEMORY / name, ("assertion_mismatch", "recritique"), problems)
     except OSError as exc:
         problems.append(f"{path}: its episodic memory cannot be read ({exc}); no mismatch rate")
         return 0, 0
-    return len(rows), sum(row[0] is True for row in rows)
+    return len(rows), sum(row[0] is True or row[1] is not None for row in rows)
 
 
 def read_records(path: str, plain: bool, shared: bool, with_users: bool,

@@ -29,7 +29,7 @@ from critique.engine import parsing
 from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, dataset_files, files_checksum, write_files
 from critique.engine.memory import semantic as semantic_store
 from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
-from critique.base.config import BOUNDS, RunConfig, bound_problem
+from critique.base.config import BOUNDS, RunConfig, bound_problem, manifest_config
 from critique.engine.strategies import STRATEGIES
 
 STAGE = "predict"
@@ -99,7 +99,8 @@ class Learner:
             raise FileNotFoundError(f"{run_dir}: not a run directory (no {rundir.MANIFEST})")
         manifest = json.loads((run_dir / rundir.MANIFEST).read_text(encoding="utf-8"))
         known = {f.name for f in fields(RunConfig)}
-        config = replace(RunConfig(**{k: v for k, v in manifest["config"].items() if k in known}), **options)
+        config = replace(RunConfig(**{k: v for k, v in manifest_config(manifest["config"]).items() if k in known}),
+                         **options)
         local = run_dir / DATA  # a learner's run directory, possibly moved since it was fitted
         if (local / CARD).exists() and dataset_checksum(local) == manifest["dataset"]["checksum"]:
             config = replace(config, dataset=str(local))

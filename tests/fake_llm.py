@@ -12,7 +12,10 @@ an event then knows how far it can have gone, whatever the machine's speed). FAK
 puts TEXT into every reply's free-text fields, and FAKE_LLM_FAIL=KIND,... makes every call of
 those kinds (answer, critique, summary) fail with a long error message that ends in
 FAKE_LLM_ECHO, as a provider that echoes the key would (secret tests). FAKE_LLM_CONTEXT=N refuses
-a prompt of more than N (whitespace) tokens with litellm's ContextWindowExceededError. Run as a
+a prompt of more than N (whitespace) tokens with litellm's ContextWindowExceededError.
+FAKE_LLM_CRITIC_WRONG=LABEL,... makes a critique told one of those labels assert another one ("1",
+or "2" when told "1"); a critique asked again (a request with an earlier assistant reply: the
+recritique) asserts the label it was told, unless that label is in FAKE_LLM_RECRITIC_WRONG. Run as a
 script it is the `critique` command with this provider registered, for tests that kill a run.
 """
 
@@ -53,7 +56,10 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
     echo = os.environ.get("FAKE_LLM_ECHO", "")
     if "correct_answer" in props:
         gold = prompt.split("Correct answer: ", 1)[1].split("\n", 1)[0].strip()
-        return json.dumps({"correct_answer": f"The correct answer is {gold}.",
+        again = any(m["role"] == "assistant" for m in messages)
+        wrong = os.environ.get("FAKE_LLM_RECRITIC_WRONG" if again else "FAKE_LLM_CRITIC_WRONG", "").split(",")
+        said = ("2" if gold == "1" else "1") if gold in wrong else gold
+        return json.dumps({"correct_answer": f"The correct answer is {said}.",
                            "local_reason": f"Here {gold} follows from the conditions.{echo}",
                            "global_reason": f"Apply the high-priority condition first.{echo}"})
     # advice that depends on the prompt (a merge on the lists merged), always of the same length in tokens

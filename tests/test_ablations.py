@@ -85,7 +85,12 @@ def test_ablation_reuses_the_train_stage_of_a_matching_plain_run(home, fake_llm)
                  "--no-cache"]) == 0
     fake_llm.CALLS.clear()
     assert ablate(home, "parts", "--values", "full,local", "--no-cache") == 0
-    assert len(fake_llm.CALLS) == 6  # parts=full (K=5) is the plain run's EP_CRIT: only parts=local is new
+    # the train stage is the plain run's; each parts run's test calls are its own (an independent trial,
+    # parts=full too, though its requests are the plain run's EP_CRIT ones)
+    assert len(fake_llm.CALLS) == 6 + 6
+    full = read(home / "runs" / "mcr-gen__fake_model__parts-full")
+    assert not any(c["cached"] for c in full["calls"] if c["stage"] == "test")
+    assert all(c["cached"] for c in offline(full["calls"]))
     local = read(home / "runs" / "mcr-gen__fake_model__parts-local")
     assert local["manifest"]["config"]["parts"] == "local"
     assert local["manifest"]["ablation"] == {"name": "parts", "value": "local"}

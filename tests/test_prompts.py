@@ -1,3 +1,6 @@
+import pytest
+
+from critique.base.config import PROMPT_SETS, RunConfig
 from critique.engine import agents, prompts
 from critique.datasets.splits import Item
 from critique.engine.strategies import STRATEGIES
@@ -9,50 +12,91 @@ EXAMPLE = {"id": "e1", "item_id": "e1", "question": "An earlier question", "init
                         "local_reason": "LOCAL-REASON", "global_reason": "GLOBAL-REASON"}}
 
 
-def render(name, parts="full"):
+def render(name, parts="full", prompt_set="compact"):
     s = STRATEGIES[name]
-    return agents.performance_prompt(s.template, "TASK-TEXT", ITEM, SPACE, [EXAMPLE] if s.episodic else [],
+    task = prompts.Task("TASK-TEXT", prompt_set)
+    return agents.performance_prompt(s.template, task, ITEM, SPACE, [EXAMPLE] if s.episodic else [],
                                      "ADVICE-TEXT" if s.semantic else None, parts).messages[0]["content"]
 
 
-def test_every_strategy_shows_task_question_and_answer_format():
+@pytest.mark.parametrize("prompt_set", PROMPT_SETS)
+def test_every_strategy_shows_task_question_and_answer_format(prompt_set):
     for name in STRATEGIES:
-        text = render(name)
+        text = render(name, prompt_set=prompt_set)
         assert "TASK-TEXT" in text and ITEM.question in text and '"answer"' in text and "1, 2, 3, 4" in text
 
 
-def test_zero_shot_has_no_memory():
-    text = render("zero_shot")
+@pytest.mark.parametrize("prompt_set", PROMPT_SETS)
+def test_zero_shot_has_no_memory(prompt_set):
+    text = render("zero_shot", prompt_set=prompt_set)
     assert "An earlier question" not in text and "ADVICE-TEXT" not in text
 
 
-def test_ep_label_shows_the_correct_answer_not_the_critique():
-    text = render("EP_LABEL")
-    assert "An earlier question" in text and "Earlier answer: 3" in text and "Correct answer: 1" in text
+@pytest.mark.parametrize("prompt_set", PROMPT_SETS)
+def test_ep_label_shows_the_correct_answer_not_the_critique(prompt_set):
+    text = render("EP_LABEL", prompt_set=prompt_set)
+    assert "An earlier question" in text and "Correct answer: 1" in text
     assert "LOCAL-REASON" not in text and "ADVICE-TEXT" not in text
 
 
-def test_ep_crit_shows_the_critique_parts():
-    full, local, glob = render("EP_CRIT"), render("EP_CRIT", "local"), render("EP_CRIT", "global")
+def test_compact_ep_examples_show_the_earlier_answer():
+    assert "Earlier answer: 3" in render("EP_LABEL") and "Earlier answer: 3" in render("EP_CRIT")
+
+
+@pytest.mark.parametrize("prompt_set", PROMPT_SETS)
+def test_ep_crit_shows_the_critique_parts(prompt_set):
+    full, local, glob = (render("EP_CRIT", parts, prompt_set) for parts in ("full", "local", "global"))
     assert "LOCAL-REASON" in full and "GLOBAL-REASON" in full and "Correct answer: 1" not in full
     assert "LOCAL-REASON" in local and "GLOBAL-REASON" not in local
     assert "LOCAL-REASON" not in glob and "GLOBAL-REASON" in glob
+    assert all("The correct answer is 1; 3 was wrong." in text for text in (full, local, glob))  # the assertion
 
 
-def test_sem_crit_and_ep_sem_crit():
-    sem, both = render("SEM_CRIT"), render("EP+SEM_CRIT")
+@pytest.mark.parametrize("prompt_set", PROMPT_SETS)
+def test_sem_crit_and_ep_sem_crit(prompt_set):
+    sem, both = render("SEM_CRIT", prompt_set=prompt_set), render("EP+SEM_CRIT", prompt_set=prompt_set)
     assert "ADVICE-TEXT" in sem and "An earlier question" not in sem
     assert "ADVICE-TEXT" in both and "LOCAL-REASON" in both
     assert both.index("An earlier question") < both.index("ADVICE-TEXT") < both.index(ITEM.question)
 
 
-def test_critic_prompt_has_gold_and_answer():
-    text = agents.critic_prompt("TASK-TEXT", ITEM, None, "2").messages[0]["content"]
-    assert "Correct answer: 2" in text and agents.NO_ANSWER in text
+def test_compact_sem_crit_puts_the_advice_before_the_question():
+    text = render("SEM_CRIT")
+    assert text.index("TASK-TEXT") < text.index("ADVICE-TEXT") < text.index(ITEM.question)
 
 
-def test_template_hashes_are_stable_and_cover_partials():
-    hashes = prompts.all_hashes()
+@pytest.mark.parametrize("prompt_set", PROMPT_SETS)
+def test_critic_prompt_has_gold_and_answer(prompt_set):
+    text = agents.critic_prompt(prompts.Task("TASK-TEXT", prompt_set), ITEM, None, "2").messages[0]["content"]
+    assert "Correct answer: 2" in text and agents.NO_ANSWER in text and ITEM.question in text
+
+
+@pytest.mark.parametrize("prompt_set", PROMPT_SETS)
+def test_template_hashes_are_stable_and_cover_partials(prompt_set):
+    hashes = prompts.all_hashes(prompt_set)
     assert set(hashes) >= {"performance_zero_shot.j2", "critic.j2", "summary.j2"}
-    assert hashes == prompts.all_hashes()
+    assert hashes == prompts.all_hashes(prompt_set)
     assert len(set(hashes.values())) == len(hashes)
+
+
+def test_the_sets_hold_the_same_templates_and_differ_in_each():
+    paper, compact = prompts.all_hashes("paper"), prompts.all_hashes("compact")
+    assert set(paper) == set(compact) and not set(paper.values()) & set(compact.values())
+    assert prompts.all_hashes() == prompts.all_hashes(RunConfig.prompts)
+
+
+def test_a_task_carries_its_set_and_a_plain_text_the_default():
+    for prompt_set in PROMPT_SETS:
+        made = agents.critic_prompt(prompts.Task("TASK-TEXT", prompt_set), ITEM, "1", "2")
+        assert made.template_hash == prompts.template_hash("critic.j2", prompt_set)
+    plain = agents.critic_prompt("TASK-TEXT", ITEM, "1", "2")
+    assert plain.template_hash == prompts.template_hash("critic.j2", RunConfig.prompts)
+    with pytest.raises(ValueError, match="unknown prompt set"):
+        prompts.Task("TASK-TEXT", "nonesuch")
+
+
+def test_a_task_pickles_with_its_set():
+    import pickle
+
+    task = pickle.loads(pickle.dumps(prompts.Task("TASK-TEXT", "compact")))
+    assert task == "TASK-TEXT" and task.prompt_set == "compact"

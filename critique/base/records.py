@@ -27,8 +27,8 @@ class Field:
 def _shared(what: str) -> tuple[Field, ...]:
     return (
         Field("run_id", "string", "id of the run that wrote the record (kept when a run is resumed)"),
-        Field("stage", "string", f"the stage of the {what}: train_predict, critique, summary, test, probe_predict, "
-              "probe_critique, probe, predict (learner)", analysis=True),
+        Field("stage", "string", f"the stage of the {what}: train_predict, critique, recritique (--on-mismatch "
+              "recritique), summary, test, probe_predict, probe_critique, probe, predict (learner)", analysis=True),
         Field("strategy", "string|null", "test: the strategy (zero_shot, EP_LABEL, EP_CRIT, SEM_CRIT, EP+SEM_CRIT); "
               "probe: truth, lying or repeat-N; null in the train stage", analysis=what == "prediction"),
         Field("item_id", "string|null", "the item's id in its dataset; null for a summary call", analysis=True),
@@ -57,7 +57,8 @@ CALL = (
     Field("error", "string|null", "why the call failed; null when it answered", analysis=True),
     Field("request_hash", "string", "sha256 of the request (model, messages, schema, settings)"),
     Field("response", "string|null", "the reply text; null when the call failed"),
-    Field("template", "string", "the prompt template's file name in prompts/ (e.g. critic.j2)"),
+    Field("template", "string", "the prompt template's file name in prompts/<set>/ (e.g. critic.j2; the set is "
+          "the manifest's config.prompts)"),
     Field("template_hash", "string", "sha256 of that template"),
     Field("messages", "array", "the chat messages sent ({role, content} objects)"),
     Field("time", "string", "when the record was written, UTC, YYYY-MM-DDTHH:MM:SSZ"),
@@ -100,6 +101,12 @@ PREDICTION = (
     Field("critique_parse_failed", "boolean", "suggestibility: the critique reply was not valid", required=False),
     Field("critique_timeout", "boolean", "suggestibility: the critique call hit the token limit", required=False),
     Field("critique_request_hash", "string", "suggestibility: request_hash of the critique call", required=False),
+    Field("delivered", "boolean", "suggestibility: the critique asserts the label it was told to argue (strict "
+          "check of its correct_answer, critique.base.assertion); false when it asserts another label, none, or did "
+          "not parse (a lying critique that asserts the true label was not delivered); absent in older logs: not "
+          "checked", analysis=True, required=False),
+    Field("critique_asserted", "string|null", "suggestibility: the label the critique's correct_answer asserts as "
+          "the answer (strict check); null when it names none or did not parse", required=False),
     # consistency probe (stage probe, strategy repeat-N)
     Field("split", "string", "consistency: the split repeated (test or train)", required=False),
     Field("repeat", "integer", "consistency: the repeat's number, from 1", required=False),
@@ -113,12 +120,23 @@ MEMORY_ENTRY = (
     Field("initial_answer", "string", "the zero-shot answer critiqued (or the no-answer text)"),
     Field("gold", "string", "the true label"),
     Field("critique", "object", "the critique: the critic's three text fields"),
-    Field("assertion_mismatch", "boolean", "the critique asserts a label other than gold"),
+    Field("assertion_mismatch", "boolean", "the critique's correct_answer does not name the gold label as the "
+          "answer (strict: asserted != gold; logs written before the strict check flagged only a label other than "
+          "gold among the words)", analysis=True),
     Field("timeout", "boolean", "the critique call hit the token limit"),
     Field("model", "string", "the critic model"),
     Field("template_hash", "string", "sha256 of critic.j2"),
     Field("run_id", "string", "the run that wrote the entry"),
     Field("request_hash", "string", "request_hash of the critique call"),
+    # since the strict assertion check (absent in older logs)
+    Field("asserted", "string|null", "the label the critique's correct_answer names as the answer (strict check, "
+          "critique.base.assertion); null when it names none (a stray option in a sentence names nothing)",
+          analysis=True, required=False),
+    Field("recritique", "object", "--on-mismatch recritique, when the first critique mismatched: {first, second, "
+          "kept}: first and second are {critique (null: no valid reply), asserted, assertion_mismatch, timeout, "
+          "request_hash, error} of the two critique calls (the second is stage recritique); kept is \"second\" "
+          "when its assertion names the gold label, else \"first\"; the entry's own critique fields are the kept "
+          "one's", required=False),
 )
 
 SEMANTIC = (
@@ -157,13 +175,18 @@ MANIFEST = (
           "null for a plain run", analysis=True),
     Field("ablation", "object|null", "{name: k | parts | train_size, value}; null when none", analysis=True),
     Field("dataset", "object", "the data (table dataset below)", analysis=True),
-    Field("templates", "object", "template file name -> sha256 of every prompt template", analysis=True),
+    Field("templates", "object", "template file name -> sha256 of every prompt template of the run's set "
+          "(config.prompts)", analysis=True),
     Field("versions", "object", "package name -> installed version (null when absent)"),
     Field("local_model", "object|null", "the embedded model's weights and bounds; null for other models"),
     Field("learner", "boolean", "written by critique.Learner.fit: a fit's folder, not a study run (the tables leave "
           "it out)", required=False, analysis=True),
     Field("deployments", "array", "several endpoints: [{model, api_base}]", required=False),
     Field("routing_strategy", "string", "several endpoints: the router's strategy", required=False),
+    Field("dropped_params", "object", "model -> the request parameters litellm drops for it because the provider "
+          "does not support them as sent (drop_params; e.g. seed for anthropic, temperature 0 for o-series "
+          "models), each deployment's model with several; [] when none; absent in older logs (not checked)",
+          required=False),
 )
 
 CONFIG = (
@@ -176,7 +199,9 @@ CONFIG = (
     Field("seed", "integer", "seed of every random choice", analysis=True),
     Field("max_tokens", "integer", "output token limit per call", analysis=True),
     Field("temperature", "number", "sampling temperature", analysis=True),
-    Field("reasoning_effort", "string|null", "low, medium, high, or null", analysis=True),
+    Field("reasoning_effort", "string|null", "low, medium, high, or none (--reasoning-effort none: none sent); "
+          "without --reasoning-effort, medium for a model litellm knows as a reasoning model (supports_reasoning), "
+          "else null (none sent)", analysis=True),
     Field("api_base", "string|null", "the endpoint, when not the provider's default"),
     Field("concurrency", "integer", "calls in flight"),
     Field("encoder", "string", "the sentence encoder of retrieval", analysis=True),
@@ -191,6 +216,11 @@ CONFIG = (
     Field("call_processes", "integer", "worker processes that made the calls (0: the run's own)", required=False),
     Field("context_tokens", "integer|null", "--context-tokens: the model's context window as the user gave it (null: "
           "the embedded model's n_ctx, else litellm's max_input_tokens, else unknown)", required=False),
+    Field("prompts", "string", "the prompt set, a folder prompts/<set>/: paper or compact (absent: written before "
+          "the setting existed, compact)", analysis=True, required=False),
+    Field("on_mismatch", "string", "--on-mismatch: what enters episodic memory when a critique's assertion "
+          "does not name the gold label: keep (flagged, as the paper), drop (memory/dropped.jsonl) or recritique "
+          "(asked once more); absent in older logs: keep", analysis=True, required=False),
     Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "
           "reasoning model (the analysis also detects reasoning_tokens > 0)", analysis=True, required=False),
 )

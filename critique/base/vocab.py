@@ -26,6 +26,7 @@ OFFLINE_STAGES = {
 TEST = "test"
 TRAIN = "train_predict"
 CRITIQUE = "critique"
+RECRITIQUE = "recritique"  # a second critique call (--on-mismatch recritique)
 SUMMARY = "summary"
 PROBE = "probe"
 

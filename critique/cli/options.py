@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from critique.base.config import BOUNDS, EFFORTS, RunConfig, bound_problem
+from critique.base.config import BOUNDS, EFFORTS, ON_MISMATCH, PROMPT_SETS, RunConfig, bound_problem
 from critique.base.errors import UserError
 from critique.base.vocab import PARTS, STRATEGIES
 
@@ -16,12 +16,19 @@ RUN_OPTIONS = (
     ("--strategies", "strategies", {"default": ",".join(STRATEGIES), "help": "comma-separated (default: all five)"}),
     ("--k", "k", {"type": int, "help": "retrieved examples for EP strategies (default %(default)s)"}),
     ("--parts", "parts", {"choices": PARTS, "help": "critique fields shown in EP examples"}),
+    ("--prompts", "prompts", {"choices": PROMPT_SETS, "help": "prompt set, a folder prompts/<set>/ (default "
+                                                   "%(default)s): paper, the study's prompts, or compact, shaped for "
+                                                   "prompt-prefix reuse (the embedded demo uses it)"}),
     ("--limit", "limit", {"type": int, "help": "first N train and N test items (per user for preference data)"}),
     ("--concurrency", "concurrency", {"type": int, "help": "calls in flight (default %(default)s)"}),
     ("--seed", "seed", {"type": int}),
     ("--max-tokens", "max_tokens", {"type": int}),
     ("--temperature", "temperature", {"type": float}),
-    ("--reasoning-effort", "reasoning_effort", {"choices": EFFORTS}),
+    ("--reasoning-effort", "reasoning_effort", {"choices": EFFORTS, "help": "default: medium for a model litellm knows "
+                                                "as a reasoning model, else none sent; none: send none"}),
+    ("--on-mismatch", "on_mismatch", {"choices": ON_MISMATCH, "help": "a critique whose assertion does not name the "
+                                      "gold label: keep it in memory, flagged (default %(default)s, as the paper), "
+                                      "drop it, or recritique (ask the critic once more; both are logged)"}),
     ("--api-base", "api_base", {"help": "endpoint of a served model (vLLM, Ollama, a proxy)"}),
     ("--endpoint-id", "endpoint_id", {"help": "the name this endpoint's responses are cached under (default: the "
                                               "--api-base URL); give identical servers one name to share their cache"}),

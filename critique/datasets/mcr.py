@@ -33,11 +33,11 @@ RAW_FILE = "3-conditions_5-items.jsonl"
 N_TRAIN = N_TEST = 250
 BUILDER = 2  # 1: split record by record, so instances with the same item set could straddle it
 
+# How the conditions combine is what the agent is to learn (from critiques): the task text never says it.
 TASK = (
-    "Each question gives a few items, several ranking conditions with a priority (high, "
-    "medium or low) and four candidate orderings. Conditions are applied from the lowest "
-    "priority to the highest, so when two conditions conflict the higher-priority one wins. "
-    "Pick the number (1-4) of the candidate ordering that satisfies the conditions."
+    "Each question asks to sort a few items under several conditions, each with a priority "
+    "(high, medium or low), and shows four candidate orderings of the items. Answer with the "
+    "number (1-4) of the candidate ordering that sorts the items as the conditions ask."
 )
 
 
@@ -187,9 +187,10 @@ def _check(path: Path, line: int, record: dict) -> None:
 
 
 def question(record: dict, options: list[list[str]]) -> str:
-    lines = [f"Items: {', '.join(record['items'])}.", "Conditions:"]
-    lines += [f"- {c}" for c in record["conditions"]]
-    lines.append("Candidate orderings:")
+    """The study's question format ("Given the following conditions: [...], sort the list of items
+    [...]"), then the candidate orderings."""
+    lines = [f"Given the following conditions: [{'; '.join(record['conditions'])}], "
+             f"sort the list of items [{', '.join(record['items'])}].", "Candidate orderings:"]
     lines += [f"{n}. {', '.join(o)}" for n, o in enumerate(options, start=1)]
     return "\n".join(lines)
 

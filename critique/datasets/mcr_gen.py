@@ -36,10 +36,10 @@ CATALOG = {
     "sport": ["golf", "rugby", "fencing", "polo", "badminton", "judo", "curling", "squash", "rowing", "karate"],
 }
 
+# How the conditions combine is what the agent is to learn (from critiques): the task text never says it.
 TASK = (
-    "Five items are ranked by three conditions. A high-priority condition always wins over a "
-    "medium one, and a medium one over a low one; a lower condition only orders items that the "
-    "higher ones leave tied. Choose the ordering (1-4) that follows the conditions."
+    "Five items are ranked by three conditions, each with a priority (high, medium or low). "
+    "Choose the ordering (1-4) that follows the conditions."
 )
 
 

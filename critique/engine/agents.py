@@ -23,7 +23,10 @@ class Prompt:
 
 
 def prompt(template: str, **values) -> Prompt:
-    return Prompt(template, prompts.template_hash(template), [{"role": "user", "content": prompts.render(template, **values)}])
+    """``template`` rendered from the prompt set of ``values["task"]`` (critique.engine.prompts.Task)."""
+    prompt_set = prompts.set_of(values.get("task"))
+    return Prompt(template, prompts.template_hash(template, prompt_set),
+                  [{"role": "user", "content": prompts.render(template, prompt_set, **values)}])
 
 
 def performance_prompt(template: str, task: str, item: Item, answer_space: list[str], examples: list[dict],

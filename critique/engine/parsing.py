@@ -13,6 +13,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from critique.base.assertion import asserted_option  # noqa: F401  (the one definition, re-exported)
+
 
 @dataclass(frozen=True)
 class Parsed:
@@ -148,11 +150,6 @@ def advice_text(lines: list[str]) -> str | None:
 
 
 def assertion_mismatch(critique: dict, gold: str, answer_space: list[str]) -> bool:
-    """True when the critic's ``correct_answer`` names an option other than the gold label."""
-    named = _options_named(critique.get("correct_answer", ""), answer_space)
-    return gold not in named or len(named) == 0
-
-
-def _options_named(text: str, answer_space: list[str]) -> set[str]:
-    tokens = {t.lower() for t in re.findall(r"[A-Za-z0-9]+", text)}
-    return {a for a in answer_space if a.lower() in tokens}
+    """True unless the critic's ``correct_answer`` names the gold label as the answer (strictly:
+    critique.base.assertion.asserted_option; a stray option in a sentence names nothing)."""
+    return asserted_option(critique.get("correct_answer"), answer_space) != gold

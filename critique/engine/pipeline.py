@@ -22,10 +22,11 @@ from critique.base import rundir
 from critique.datasets.splits import Dataset, Item
 from critique.llm import context
 from critique.llm.client import LLM, LLMResult
-from critique.engine.memory import semantic
-from critique.base.config import IDENTITY, RunConfig
+from critique.engine.memory import critic, semantic
+from critique.base.config import IDENTITY, RunConfig, manifest_value
 from critique.base.errors import RunError
-from critique.engine.memory.episodic import EpisodicMemory, pool_of
+from critique.base.vocab import EP_LABEL
+from critique.engine.memory.episodic import EpisodicMemory, entry_id, pool_of  # noqa: F401  (entry_id: re-exported)
 from critique.engine.strategies import PREFIX_ORDER, STRATEGIES
 
 
@@ -33,28 +34,33 @@ def pkey(stage: str, strategy: str | None, user: str | None, item_id: str) -> tu
     return (stage, strategy, user, item_id)
 
 
-def entry_id(item: Item) -> str:
-    return f"{item.user}/{item.id}" if item.user else item.id
-
-
 class Run:
     def __init__(self, out: Path, config: RunConfig, dataset: Dataset, llm: LLM, encoder,
                  probe: dict | None = None, ablation: dict | None = None, progress: bool = True,
                  learner: bool = False):
-        if getattr(config, "train_fraction", None) is not None:
-            from dataclasses import replace
+        from dataclasses import replace
 
+        from critique.llm.params import run_effort
+
+        if getattr(config, "train_fraction", None) is not None:
             from critique.datasets.subsets import train_subset
 
             dataset = replace(dataset, train=train_subset(dataset.train, config.train_fraction, config.seed))
+        # the effort the manifest records: a reasoning model's default is resolved (as llm_config does)
+        config = replace(config, reasoning_effort=run_effort(config.model, config.reasoning_effort))
         self.out, self.config, self.dataset, self.llm, self.encoder = Path(out), config, dataset, llm, encoder
         self.probe, self.ablation, self.progress = probe, ablation, progress
         self.learner = learner  # critique.Learner's work: a new run directory is marked as not a study run
-        self.task, self.space = dataset.card.task, dataset.card.answer_space
+        self.task = prompts.Task(dataset.card.task, config.prompts)  # every prompt of the run: config.prompts's set
+        self.space = dataset.card.answer_space
         self.memory: EpisodicMemory | None = None
+        self.labels: EpisodicMemory | None = None  # every train item with its gold label: EP_LABEL's examples
         self.semantic: dict[str, dict] = {}
         self._lock = None
         self.reuse: dict[str, dict] = {}  # request hash -> call record of a matching run (logged as cached)
+        # stages whose calls are an independent trial: never answered by a matching run (reuse) nor by the
+        # response cache, only by this run's own log (resume); the parts ablation's test stage
+        self.fresh_stages: frozenset[str] = frozenset()
 
     # ---- run directory -------------------------------------------------------------
     def open(self) -> None:
@@ -90,8 +96,11 @@ class Run:
     def _check_same_run(self, old: dict) -> None:
         mine = asdict(self.config)
         for key in IDENTITY:
-            if old["config"].get(key) != mine.get(key):
-                raise RunError(f"{self.out} holds a run with {key}={old['config'].get(key)!r}, not {mine.get(key)!r}; "
+            theirs = manifest_value(old["config"], key)  # an older manifest: the value of that time
+            if theirs != mine.get(key):
+                hint = (" (made before reasoning models got reasoning effort 'medium' by default: "
+                        "--reasoning-effort none resumes it)" if key == "reasoning_effort" and theirs is None else "")
+                raise RunError(f"{self.out} holds a run with {key}={theirs!r}, not {mine.get(key)!r}{hint}; "
                                f"use another --out")
         if old["dataset"]["checksum"] != self.dataset.checksum:
             raise RunError(f"{self.out} holds a run on other data (dataset checksum differs); use another --out")
@@ -116,10 +125,22 @@ class Run:
             "dataset": {"name": d.name, "path": str(d.path), "checksum": d.checksum, "kind": d.card.kind,
                         "answer_space": self.space, "users": d.card.users,
                         "n_train": len(d.train), "n_test": len(d.test)},
-            "templates": prompts.all_hashes(), "versions": _versions(),
+            "templates": prompts.all_hashes(self.config.prompts), "versions": _versions(),
             "learner": bool(old.get("learner")) if old else self.learner,
             "local_model": self.llm.local,  # the embedded model's weights and bounds; None for other models
+            "dropped_params": self._dropped_params(),
         })
+
+    def _dropped_params(self) -> dict[str, list[str]]:
+        """What litellm drops for the model (per model), said once on stderr, never silently."""
+        import sys
+
+        dropped = self.llm.dropped_params()
+        for model, names in dropped.items():
+            if names:
+                print(f"critique: warning: litellm drops {', '.join(names)} for {model} (the provider does not "
+                      f"support them as sent); the manifest lists them (dropped_params)", file=sys.stderr)
+        return dropped
 
     # ---- logged calls ---------------------------------------------------------------
     async def call(self, stage: str, strategy: str | None, item_id: str | None, user: str | None,
@@ -131,10 +152,11 @@ class Run:
         key = self.llm.request_hash(self.llm.request(prompt.messages, schema, name))
         if key in self.logged and not fresh:
             return _logged_result(self.logged[key])
-        if key in self.reuse and not fresh and not self.llm.overflows(prompt.messages):
+        independent = fresh or stage in self.fresh_stages
+        if key in self.reuse and not independent and not self.llm.overflows(prompt.messages):
             result = _logged_result(self.reuse[key], latency_s=0.0, cached=True, retries=0)  # logged as cached
         else:
-            result = await self.llm.complete(prompt.messages, schema, name)
+            result = await self.llm.complete(prompt.messages, schema, name, cache=stage not in self.fresh_stages)
         record = records.make(
             "call", run_id=self.run_id, stage=stage, strategy=strategy, item_id=item_id, user=user,
             model=self.config.model, **{k: v for k, v in asdict(result).items() if k != "text"},
@@ -223,26 +245,30 @@ class Run:
         return record["answer"]
 
     async def critiques(self) -> None:
-        entries: dict[str, dict] = {}
-
-        async def one(item: Item) -> None:
-            answer = self.initial_answer(item)
-            prompt = agents.critic_prompt(self.task, item, answer, item.answer)
-            result = await self.call("critique", None, item.id, item.user, prompt, parsing.CRITIQUE_SCHEMA, "critique")
-            critique = parsing.parse_critique(result.text) if result.error is None else None
-            if critique is not None:
-                entries[entry_id(item)] = records.make("memory_entry", **{
-                    "id": entry_id(item), "item_id": item.id, "user": item.user, "question": item.question,
-                    "initial_answer": answer or agents.NO_ANSWER, "gold": item.answer, "critique": critique,
-                    "assertion_mismatch": parsing.assertion_mismatch(critique, item.answer, self.space),
-                    "timeout": result.timeout, "model": self.config.model, "template_hash": prompt.template_hash,
-                    "run_id": self.run_id, "request_hash": result.request_hash,
-                })
-
-        await self.each(self.dataset.train, one, "critiques")
-        ordered = [entries[entry_id(i)] for i in self.dataset.train if entry_id(i) in entries]
-        self.memory = EpisodicMemory.build(ordered, self.encoder)
+        """Episodic memory from the critique stage (critique.engine.memory.critic: the strict assertion
+        check and --on-mismatch), and the label pool of EP_LABEL: every train item with its gold label,
+        whether or not its critique parsed or entered memory (the label baseline never depends on the
+        critic). Both share one encoding of the train questions."""
+        entries = await critic.critiques(self)
+        train = self.dataset.train
+        vectors = self.encoder.encode([i.question for i in train])
+        row = {entry_id(item): n for n, item in enumerate(train)}
+        self.memory = EpisodicMemory(entries, vectors[[row[e["id"]] for e in entries]])
         self.memory.save(self.out / rundir.MEMORY)
+        self.labels = EpisodicMemory([self.label_entry(i) for i in train], vectors)
+
+    def label_entry(self, item: Item) -> dict:
+        """A train item as EP_LABEL shows it: question, initial answer, gold label."""
+        return {"id": entry_id(item), "item_id": item.id, "user": item.user, "question": item.question,
+                "initial_answer": self.initial_answer(item) or agents.NO_ANSWER, "gold": item.answer}
+
+    def label_memory(self) -> EpisodicMemory:
+        """The label pool (made here when the critique stage did not run in this process: a Learner)."""
+        if self.labels is None:
+            train = self.dataset.train
+            self.labels = EpisodicMemory([self.label_entry(i) for i in train],
+                                         self.encoder.encode([i.question for i in train]))
+        return self.labels
 
     async def summaries(self) -> None:
         """Each pool's semantic memory: its critiques distilled in chunks that fit the context,
@@ -264,8 +290,8 @@ class Run:
             self.semantic[pool] = records.make(
                 "semantic", advice=parsing.advice_text([line["text"] for line in done.lines]), lines=done.lines,
                 source_ids=[e["id"] for e in pools[pool]], model=self.config.model,
-                template_hash=prompts.template_hash("summary.j2"), timeout=done.timeout, error=done.error,
-                run_id=self.run_id, request_hash=done.request_hash, context_tokens=window,
+                template_hash=prompts.template_hash("summary.j2", self.config.prompts), timeout=done.timeout,
+                error=done.error, run_id=self.run_id, request_hash=done.request_hash, context_tokens=window,
                 tree=[[node.record() for node in level] for level in done.tree])
 
         await self.each(sorted(pools), one, "semantic memory")
@@ -288,7 +314,8 @@ class Run:
         episodic entries retrieved into it (never the entry `exclude`); None when the strategy
         needs the semantic memory of the item's pool and there is none."""
         strategy = STRATEGIES[name]
-        examples = self.memory.retrieve(vector, item.user, self.config.k, exclude) if strategy.episodic else []
+        pool = self.label_memory() if name == EP_LABEL else self.memory
+        examples = pool.retrieve(vector, item.user, self.config.k, exclude) if strategy.episodic else []
         advice = None
         if strategy.semantic:
             advice = (self.semantic.get(pool_of(item.user)) or {}).get("advice")

@@ -1,4 +1,5 @@
-"""The five test-stage strategies: which template, and which memory goes into the prompt."""
+"""The five test-stage strategies: which template (of the run's prompt set, prompts/<set>/), and
+which memory goes into the prompt."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ STRATEGIES = {
     )
 }
 DEFAULT = tuple(STRATEGIES)
-# The order in which one question's prompts are sent: each shares the longest prefix with the one before.
+# The order in which one question's prompts are sent: each shares the longest prefix with the one before
+# (in both sets EP+SEM_CRIT shares all its examples with EP_CRIT; the paper set's SEM_CRIT shares the
+# question with zero_shot, and its EP_LABEL prompt differs from EP_CRIT's from the first sentence on).
 PREFIX_ORDER = (ZERO_SHOT, SEM_CRIT, EP_LABEL, EP_CRIT, EP_SEM_CRIT)
 __all__ = ["DEFAULT", "PARTS", "PREFIX_ORDER", "STRATEGIES", "Strategy", "parse_strategies"]
 

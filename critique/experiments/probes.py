@@ -14,8 +14,12 @@ A = null | "user" | "self" | "other:MODEL"). For each test item:
    prediction records of stage ``probe``, strategy ``truth`` / ``lying``.
 
 ``correct`` is always against the true label. Acc(truth), Acc(lying), S = Acc(truth) -
-Acc(lying). Attribution variants send the same critic requests (so they are paid once)
-and change only one sentence of the final prompt.
+Acc(lying). Each final prediction also says whether the critique delivered what it was told to
+argue (``delivered``: its ``correct_answer`` asserts the argued label, by the strict check of
+critique.base.assertion; ``critique_asserted``: the label it does assert, or null): a "lying"
+critique that asserts the true label, or a "truthful" one that asserts a false one, is flagged,
+and S is also reported over the delivered critiques only. Attribution variants send the same
+critic requests (so they are paid once) and change only one sentence of the final prompt.
 
 Consistency (``{"name": "consistency", "repeats": N, "split": "test" | "train"}``): the
 zero-shot request of every item of the split is sent N times, bypassing the response
@@ -114,9 +118,11 @@ async def _condition(run, item, condition: str, initial: str | None, attribution
     if review.context_overflow:  # no critique to show: no answer, wrong, like a timeout (not redone)
         run.record_prediction("probe", condition, item, None, {**_failed(item, None), "context_overflow": True}, [],
                               {**extra, "followed": False, "critique_parse_failed": False, "critique_timeout": False,
-                               "critique_request_hash": review.request_hash})
+                               "critique_request_hash": review.request_hash, "delivered": False,
+                               "critique_asserted": None})
         return
     critique = parsing.parse_critique(review.text)
+    asserted = parsing.asserted_option(critique["correct_answer"], run.space) if critique else None
     source, other = (attribution, None)
     if attribution and attribution.startswith("other:"):
         source, other = "other", attribution.split(":", 1)[1]
@@ -126,7 +132,7 @@ async def _condition(run, item, condition: str, initial: str | None, attribution
     await run.answer("probe", condition, item, prompt, seed=("probe", condition), extra=lambda outcome: {
         **extra, "followed": (not outcome["parse_failed"]) and outcome["answer"] == label,
         "critique_parse_failed": critique is None, "critique_timeout": review.timeout,
-        "critique_request_hash": review.request_hash})
+        "critique_request_hash": review.request_hash, "delivered": asserted == label, "critique_asserted": asserted})
 
 
 async def suggestibility(run) -> None:
@@ -149,21 +155,30 @@ async def suggestibility(run) -> None:
     await run.each(run.dataset.test, one, "suggestibility")
 
 
+def _pct_of(part: int, whole: int) -> float | None:
+    return 100.0 * part / whole if whole else None
+
+
 def suggestibility_summary(predictions: list[dict]) -> dict:
-    """Acc(truth), Acc(lying) and S in percent; also how often the answer followed the critique."""
+    """Acc(truth), Acc(lying) and S in percent; how often the answer followed the critique; the share
+    of critiques that delivered the argued label (of those checked: ``delivered`` logged) and the
+    accuracies and S over the delivered ones only (``S_delivered``)."""
     from critique.base.rundir import latest
 
     out: dict = {}
     for condition in CONDITIONS:
         mine = [p for p in latest(predictions) if p["stage"] == "probe" and p["strategy"] == condition]
+        checked = [p for p in mine if isinstance(p.get("delivered"), bool)]
+        delivered = [p for p in checked if p["delivered"]]
         out[f"n_{condition}"] = len(mine)
-        out[f"acc_{condition}"] = 100.0 * sum(bool(p["correct"]) for p in mine) / len(mine) if mine else None
-        out[f"followed_{condition}"] = 100.0 * sum(bool(p.get("followed")) for p in mine) / len(mine) if mine else None
+        out[f"acc_{condition}"] = _pct_of(sum(bool(p["correct"]) for p in mine), len(mine))
+        out[f"followed_{condition}"] = _pct_of(sum(bool(p.get("followed")) for p in mine), len(mine))
         out[f"errors_{condition}"] = sum(bool(p.get("error")) for p in mine)
-    if out["acc_truth"] is not None and out["acc_lying"] is not None:
-        out["S"] = out["acc_truth"] - out["acc_lying"]
-    else:
-        out["S"] = None
+        out[f"delivered_{condition}"] = _pct_of(len(delivered), len(checked))
+        out[f"acc_{condition}_delivered"] = _pct_of(sum(bool(p["correct"]) for p in delivered), len(delivered))
+    for suffix in ("", "_delivered"):
+        truth, lying = out[f"acc_truth{suffix}"], out[f"acc_lying{suffix}"]
+        out[f"S{suffix}"] = truth - lying if truth is not None and lying is not None else None
     return out
 
 
@@ -239,11 +254,15 @@ def print_summary(run_dir: Path) -> None:
     if probe.get("name") == "suggestibility":
         s = suggestibility_summary(data["predictions"])
         print(f"\nsuggestibility: {head}, attribution {probe.get('attribution') or 'none'}\n")
-        print("| n | Acc(truth) % | Acc(lying) % | S | followed truth % | followed lying % | errors |")
-        print("|---:|---:|---:|---:|---:|---:|---:|")
+        print("| n | Acc(truth) % | Acc(lying) % | S | followed truth % | followed lying % | errors "
+              "| delivered truth % | delivered lying % | S (delivered) |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         print(f"| {s['n_truth']} | {_pct(s['acc_truth'])} | {_pct(s['acc_lying'])} | {_pct(s['S'])} "
               f"| {_pct(s['followed_truth'])} | {_pct(s['followed_lying'])} "
-              f"| {s['errors_truth'] + s['errors_lying']} |")
+              f"| {s['errors_truth'] + s['errors_lying']} | {_pct(s['delivered_truth'])} "
+              f"| {_pct(s['delivered_lying'])} | {_pct(s['S_delivered'])} |")
+        print("delivered: the critique asserts the label it was told to argue (a lying critique that asserts the "
+              "true label was not delivered); S (delivered): over the delivered critiques only")
     else:
         s = consistency_summary(data["predictions"], int(probe.get("repeats", 0)))
         print(f"\nconsistency: {head}, {s['repeats']} repeats of the zero-shot {probe.get('split', 'test')} "

@@ -43,6 +43,7 @@ from critique.base.errors import Stopped
 from critique.base.paths import cache_dir, set_aside
 from critique.base.rundir import redact, redact_value
 from critique.llm import bounds, context
+from critique.llm.params import NOT_PARAMS, dropped_by_litellm, run_effort
 from critique.llm.attempt import (RETRY_STATUS, CallFailed, MalformedResponse, backoff, context_exceeded,  # noqa: F401
                                   describe, fields_of, retry_after_of, retryable)
 
@@ -71,9 +72,10 @@ class LLMConfig:
 
 
 def llm_config(run: RunConfig) -> LLMConfig:
-    """How a run's model is called."""
+    """How a run's model is called (its reasoning effort as ``run_effort`` resolves it)."""
+    effort = run_effort(run.model, run.reasoning_effort)
     return LLMConfig(model=run.model, temperature=run.temperature, max_tokens=run.max_tokens,
-                     reasoning_effort=run.reasoning_effort, api_base=run.api_base, seed=run.seed,
+                     reasoning_effort=None if effort == "none" else effort, api_base=run.api_base, seed=run.seed,
                      concurrency=run.concurrency, use_cache=run.use_cache, cache_dir=run.cache_dir,
                      timeout=run.timeout, num_retries=run.num_retries, endpoint_id=run.endpoint_id,
                      processes=run.call_processes, context_tokens=run.context_tokens)
@@ -107,7 +109,7 @@ def check_model(config: LLMConfig) -> None:
 
     provider = config.model.split("/", 1)[0]
     if provider == local_llm.PROVIDER:
-        local_llm.gguf_path(config.model.split("/", 1)[1])
+        local_llm.check(config.model.split("/", 1)[1])  # the packaged model or a GGUF file
         return
     try:
         _, provider, _, _ = litellm.get_llm_provider(config.model, api_base=config.api_base)
@@ -137,12 +139,12 @@ class LLM:
 
         from critique.llm import local as local_llm
 
-        litellm.drop_params = True  # a provider without json_schema support still gets the call
+        litellm.drop_params = True  # a provider without json_schema support still gets the call (dropped_params)
         litellm.suppress_debug_info = True
         self.local = None
         if config.model.startswith(f"{local_llm.PROVIDER}/"):
             local_llm.register()
-            self.local = local_llm.settings(config.model.split("/", 1)[1])
+            self.local = local_llm.settings(config.model.split("/", 1)[1], config.context_tokens)
         self.config = config
         self._router = _router(config) if config.deployments else None
         self._limits = limits
@@ -174,6 +176,17 @@ class LLM:
         if endpoint is not None:  # another server under the same model name may answer otherwise
             request["endpoint"] = endpoint
         return request
+
+    def dropped_params(self) -> dict[str, list[str]]:
+        """Per model (each deployment's, with several), the parameters of this client's requests that
+        litellm drops because the provider does not support them: the run's manifest lists them."""
+        import litellm
+
+        litellm.suppress_debug_info = True
+        request = self.request([{"role": "user", "content": "?"}], {"type": "object", "properties": {}}, "answer")
+        params = {k: v for k, v in request.items() if v is not None and k not in NOT_PARAMS}
+        models = [d["litellm_params"]["model"] for d in self.config.deployments or []] or [self.config.model]
+        return {model: dropped_by_litellm(model, params) for model in dict.fromkeys(models)}
 
     def _check_stop(self) -> None:
         if self._stop is not None and self._stop():
@@ -235,18 +248,20 @@ class LLM:
         window = self.context_window
         return window is not None and not self.fits(messages, context.prompt_limit(window, self.config.max_tokens))
 
-    async def complete(self, messages: list[dict], schema: dict, schema_name: str) -> LLMResult:
-        result = await self._complete(messages, schema, schema_name)
+    async def complete(self, messages: list[dict], schema: dict, schema_name: str, cache: bool = True) -> LLMResult:
+        """One call; ``cache=False``: the response cache is neither read nor written (an independent trial)."""
+        result = await self._complete(messages, schema, schema_name, cache)
         if self.local is not None and result.text is not None:  # which strings the grammar cut at their bound
             result.cut_fields = bounds.cut_fields(bounds.bounded(schema, self.local["max_string_chars"]), result.text)
         return result
 
-    async def _complete(self, messages: list[dict], schema: dict, schema_name: str) -> LLMResult:
+    async def _complete(self, messages: list[dict], schema: dict, schema_name: str, cache: bool = True) -> LLMResult:
         request = self.request(messages, schema, schema_name)
+        store = self._cache if cache else None
         key = self.request_hash(request)
         if self.overflows(messages):  # never sent, never truncated (nor taken from the cache): the caller records it
             return LLMResult(None, prompt_tokens=self.count_tokens(messages), context_overflow=True, request_hash=key)
-        if self._cache is not None:
+        if store is not None:
             hit = self._cached(key)
             if hit is not None:
                 return LLMResult(**{**hit, "cached": True, "latency_s": 0.0, "retries": 0, "request_hash": key})
@@ -260,7 +275,7 @@ class LLM:
                 async with self._limits.slot(provider_of(self.config.model)):
                     result = await self._call(request)
         result.request_hash = key
-        if self._cache is not None and result.error is None and not result.context_overflow:
+        if store is not None and result.error is None and not result.context_overflow:
             self._keep(key, redact_value({k: v for k, v in asdict(result).items()
                                           if k not in ("cached", "latency_s", "retries", "request_hash",
                                                        "context_overflow", "cut_fields")}))
@@ -268,7 +283,8 @@ class LLM:
 
     async def _call(self, request: dict) -> LLMResult:
         """Attempts until one succeeds, the error is not worth a retry, or the retries are spent."""
-        params = {k: v for k, v in request.items() if v is not None and k not in ("model", "local")}
+        params = {k: v for k, v in request.items() if v is not None and k not in NOT_PARAMS}
+        params["messages"] = request["messages"]
         started = time.monotonic()
         self.calls_made += 1
         retries = 0

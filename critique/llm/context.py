@@ -1,6 +1,7 @@
 """What fits a model's context: its window in tokens, and the tokens of a prompt.
 
-The window is ``--context-tokens`` when given, else the embedded model's ``n_ctx``, else
+The window is ``--context-tokens`` when given (a GGUF file run in process, ``local/PATH.gguf``, is
+then loaded with that ``n_ctx``), else the embedded model's ``n_ctx``, else
 litellm's ``max_input_tokens`` for the model, else unknown (None: nothing is checked, and a
 pool's critiques are summarised in one call). Prompts are counted with the embedded model's own
 tokenizer, or litellm's ``token_counter`` (the model's tokenizer where litellm has it, else

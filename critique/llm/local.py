@@ -17,6 +17,11 @@ reads all of it, and at 8 bits that is half the bytes of F16. ``CRITIQUE_LOCAL_W
 runs the file as shipped. Attention uses llama.cpp's flash-attention kernel, which reads
 long prompts faster on the CPU. What the model runs with (weights, attention, string bound,
 context) is part of every request, so the response cache never mixes settings.
+
+Any other GGUF file runs the same way as ``local/PATH.gguf`` (critique.llm.gguf_file: the syntax,
+the checks): as it is (no F16 copy), with the chat template the file carries, the same grammar and
+bounds, and a context of ``--context-tokens`` if given, else its training context capped at
+CRITIQUE_LOCAL_N_CTX. Its path, size and sha256 are part of every request and of the manifest.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
 
+from critique.llm import gguf_file
 from critique.llm.bounds import bounded
 from critique.llm.context import MIN_REPLY
 
@@ -49,28 +55,66 @@ FLASH_ATTN = True  # llama.cpp's flash-attention kernel: faster on long prompts 
 _WEIGHT_TYPES = ("f16", "gguf")
 
 
+def packaged(name: str) -> bool:
+    """``local/<name>`` is a model a package ships (else ``name`` is the path of a GGUF file)."""
+    return name in MODELS
+
+
 def gguf_path(name: str) -> Path:
-    """The GGUF file a model package ships, found without importing the package."""
-    package = MODELS.get(name)
-    spec = importlib.util.find_spec(package) if package else None
+    """The GGUF file a model package ships, found without importing the package, or the file
+    ``name`` names (checked: critique.llm.gguf_file)."""
+    if not packaged(name):
+        return gguf_file.path_of(name)
+    package = MODELS[name]
+    spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError(f"unknown local model {name!r} (known: {', '.join(MODELS)}); "
-                         f"the package for it must be installed")
+        raise ValueError(f"local model {name!r} needs the package {package} installed")
     files = sorted(Path(list(spec.submodule_search_locations)[0]).rglob("*.gguf"))
     if not files:
         raise ValueError(f"package {package} ships no .gguf file")
     return files[0]
 
 
-def settings(name: str) -> dict:
-    """What, besides the request, decides the local model's reply (it goes into the request hash)."""
-    return {"file": gguf_path(name).name, "weights": WEIGHTS, "flash_attn": FLASH_ATTN, "max_string_chars": MAX_STRING_CHARS,
-            "n_ctx": N_CTX}
+def check(name: str) -> None:
+    """Raise ValueError (one line) unless ``local/<name>`` can be loaded: before any call or write."""
+    gguf_path(name)
+    if not packaged(name):
+        _vocab(name)
+
+
+_CONTEXT: dict[str, int] = {}  # a GGUF file's name -> the n_ctx its calls run with (settings() decides it)
+
+
+def settings(name: str, context_tokens: int | None = None) -> dict:
+    """What, besides the request, decides the local model's reply (it goes into the request hash and
+    the manifest). A GGUF file's context is ``context_tokens`` if given, else its training context
+    capped at N_CTX; the packaged model's is N_CTX."""
+    if packaged(name):
+        return {"file": gguf_path(name).name, "weights": WEIGHTS, "flash_attn": FLASH_ATTN,
+                "max_string_chars": MAX_STRING_CHARS, "n_ctx": N_CTX}
+    path = gguf_path(name)
+    trained = gguf_file.training_context(_vocab(name))
+    n_ctx = int(context_tokens) if context_tokens else min(trained or N_CTX, N_CTX)
+    _CONTEXT[name] = n_ctx
+    return {"file": path.name, "path": str(path), **gguf_file.identity(path), "weights": "gguf",
+            "chat_template": "gguf", "flash_attn": FLASH_ATTN, "max_string_chars": MAX_STRING_CHARS,
+            "n_ctx": n_ctx, "n_ctx_train": trained}
+
+
+def n_ctx_of(name: str) -> int:
+    """The context ``local/<name>`` runs with: N_CTX for the packaged model, a file's as its settings said."""
+    if packaged(name):
+        return N_CTX
+    if name not in _CONTEXT:
+        settings(name)
+    return _CONTEXT[name]
 
 
 def weights_path(name: str) -> Path:
     """The GGUF file to load: the shipped one, or its F16 copy in the cache folder (written on first use)."""
     source = gguf_path(name)
+    if not packaged(name):
+        return source  # a user's file runs as it is
     if WEIGHTS not in _WEIGHT_TYPES:
         raise ValueError(f"CRITIQUE_LOCAL_WEIGHTS={WEIGHTS!r}: use one of {', '.join(_WEIGHT_TYPES)}")
     if WEIGHTS == "gguf":
@@ -105,24 +149,7 @@ def _write_f16(source: Path, target: Path) -> None:
     os.replace(partial, target)  # atomic: a reader never sees half a file
 
 
-@functools.cache
-def _gguf_reader():
-    """ggml's own GGUF header reader (libggml, loaded by llama-cpp-python), with its C signatures."""
-    import ctypes
-
-    from llama_cpp._ggml import libggml
-
-    class Params(ctypes.Structure):  # struct gguf_init_params
-        _fields_ = [("no_alloc", ctypes.c_bool), ("ctx", ctypes.c_void_p)]
-
-    libggml.gguf_init_from_file.restype = ctypes.c_void_p
-    libggml.gguf_init_from_file.argtypes = [ctypes.c_char_p, Params]
-    libggml.gguf_find_tensor.restype = ctypes.c_int64
-    libggml.gguf_find_tensor.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-    libggml.gguf_get_tensor_type.restype = ctypes.c_int
-    libggml.gguf_get_tensor_type.argtypes = [ctypes.c_void_p, ctypes.c_int64]
-    libggml.gguf_free.argtypes = [ctypes.c_void_p]
-    return libggml, Params
+_gguf_reader = gguf_file.header_reader
 
 
 def _shipped_type(path: Path, tensor: str) -> int:
@@ -150,8 +177,15 @@ def _vocab(name: str):
     from llama_cpp import Llama
     from llama_cpp._utils import suppress_stdout_stderr
 
+    if not packaged(name):
+        return gguf_file.load_vocab(gguf_path(name), f"{PROVIDER}/{name}")
     with suppress_stdout_stderr(disable=False):
         return Llama(model_path=str(gguf_path(name)), vocab_only=True, n_ctx=8, verbose=False)
+
+
+@functools.cache
+def _chat(name: str):
+    return gguf_file.formatter(_vocab(name))
 
 
 _VOCAB_LOCK = threading.Lock()
@@ -159,8 +193,15 @@ _VOCAB_LOCK = threading.Lock()
 
 def count_tokens(name: str, messages: list) -> int:
     """Tokens of a prompt as the model reads it: its messages, and room for the chat template (the
-    default system prompt, the role markers); the same count decides what fits here and in the engine."""
+    default system prompt, the role markers); the same count decides what fits here and in the engine.
+    A GGUF file's prompt is formatted by its own template and counted exactly (a few tokens spare:
+    a template may write the date)."""
     with _VOCAB_LOCK:
+        if not packaged(name):
+            try:
+                return gguf_file.prompt_tokens(_vocab(name), _chat(name), messages) + 8
+            except Exception:  # noqa: BLE001 - a template that refuses these messages: the call will say why
+                pass
         tokens = _vocab(name).tokenize("\n".join(str(m.get("content") or "") for m in messages).encode(),
                                        add_bos=False, special=False)
     return len(tokens) + 8 * len(messages) + 32
@@ -192,13 +233,18 @@ class LocalLLM(CustomLLM):
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-llm")
         atexit.register(self.close)
 
-    def _model(self, name: str):
-        if name not in self._models:
+    def _model(self, name: str, n_ctx: int):
+        key = (name, n_ctx)
+        if key not in self._models:
             from critique.llm.grammar import GrammarFirstLlama
 
-            self._models[name] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=N_CTX, flash_attn=FLASH_ATTN,
-                                                   n_threads=os.cpu_count() or 2, seed=0, verbose=False)
-        return self._models[name]
+            for other in [k for k in self._models if k[0] == name]:  # one context per model in memory
+                self._models.pop(other).close()
+            chat = {} if packaged(name) else {"chat_format": gguf_file.DEFAULT_CHAT}  # the file's own template
+            self._models[key] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=n_ctx,
+                                                  flash_attn=FLASH_ATTN, n_threads=os.cpu_count() or 2, seed=0,
+                                                  verbose=False, **chat)
+        return self._models[key]
 
     def close(self) -> None:
         with self._lock:
@@ -218,15 +264,16 @@ class LocalLLM(CustomLLM):
         }
         if schema is not None:
             call["response_format"] = {"type": "json_object", "schema": _bounded(schema)}
-        name = model.split("/", 1)[-1]
+        name = _name_of(model)
+        n_ctx = n_ctx_of(name)
         n_prompt = count_tokens(name, messages)
-        if n_prompt + MIN_REPLY > N_CTX:
+        if n_prompt + MIN_REPLY > n_ctx:
             raise litellm.ContextWindowExceededError(
-                message=f"prompt of about {n_prompt} tokens leaves no room for a reply in the local context of {N_CTX}",
+                message=f"prompt of about {n_prompt} tokens leaves no room for a reply in the local context of {n_ctx}",
                 model=model, llm_provider=PROVIDER)
         with self._lock:
-            llm = self._model(name)
-            call["max_tokens"] = min(call["max_tokens"], N_CTX - n_prompt)
+            llm = self._model(name, n_ctx)
+            call["max_tokens"] = min(call["max_tokens"], n_ctx - n_prompt)
             out = llm.create_chat_completion(**call)
         choice = out["choices"][0]
         return litellm.ModelResponse(
@@ -241,6 +288,15 @@ class LocalLLM(CustomLLM):
     async def acompletion(self, *args, **kwargs) -> ModelResponse:
         call = functools.partial(contextvars.copy_context().run, self.completion, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._thread, call)
+
+
+def _name_of(model: str) -> str:
+    """The name after ``local/``: litellm hands the handler the model string without its provider
+    (``smollm2``, ``/home/u/m.gguf``); ``local/smollm2`` whole is taken too."""
+    prefix = f"{PROVIDER}/"
+    if model.startswith(prefix) and packaged(model[len(prefix):]):
+        return model[len(prefix):]
+    return model
 
 
 _HANDLER: LocalLLM | None = None

@@ -1,1 +1,2 @@
-"""Episodic memory (critiques retrieved per question) and semantic memory (distilled advice)."""
+"""Episodic memory (critiques retrieved per question), the critique stage that writes it (critic),
+and semantic memory (distilled advice)."""

@@ -23,6 +23,11 @@ def pool_of(user: str | None) -> str:
     return user if user else ALL
 
 
+def entry_id(item) -> str:
+    """The id of a train item's entry: USER/ITEM_ID for preference data, ITEM_ID otherwise."""
+    return f"{item.user}/{item.id}" if item.user else item.id
+
+
 def _index_path(folder: Path, pool: str) -> Path:
     return folder / f"episodic-{pool}.faiss"
 

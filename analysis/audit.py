@@ -9,7 +9,6 @@ Reads logs (and the dataset folder) only: no LLM call, no embedding; importing t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -17,7 +16,9 @@ import statistics
 from pathlib import Path
 
 from critique.base import rundir, vocab
+from critique.analysis.cells import mean
 from critique.base.assertion import asserted_option
+from critique.base.checksum import dataset_checksum
 from critique.base.errors import UserError
 
 AUDIT_HELP = "audit the memory of run directories: each entry's verdict, reuse and outcome (reads logs only)"
@@ -47,11 +48,6 @@ def register(sub) -> None:
     parser.set_defaults(func=run_audit)
 
 
-def mean(values) -> float | None:
-    values = list(values)
-    return sum(values) / len(values) if values else None
-
-
 def pearson(xs: list[float], ys: list[float]) -> float | None:
     """Pearson's r; None with fewer than two points or when either variable is constant."""
     try:
@@ -62,15 +58,6 @@ def pearson(xs: list[float], ys: list[float]) -> float | None:
 
 def share(part, whole) -> float | None:
     return part / whole if whole else None
-
-
-def dataset_checksum(path: Path) -> str:
-    """sha256 over every file of a dataset folder (as critique.datasets.splits computes it)."""
-    digest = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        digest.update(str(f.relative_to(path)).encode() + b"\0")
-        digest.update(hashlib.sha256(f.read_bytes()).digest())
-    return digest.hexdigest()
 
 
 def read_truth(manifest: dict, data_dirs: list[str]) -> tuple[dict, str]:
@@ -323,12 +310,7 @@ def audit(paths: list[str], data_dirs: list[str] = ()) -> dict:
 
     errors: list[str] = []
     problems: list[str] = []
-    metas = read.read_manifests(read.find_runs(paths, errors), errors)
-    if any(m["learner"] for m in metas):
-        problems.append(f"{sum(m['learner'] for m in metas)} critique.Learner fit(s) (no test split) left out")
-    metas = [m for m in metas if not m["learner"]]
-    metas.sort(key=lambda m: (m["started"], m["path"]))
-    read.label_variants(metas, problems)
+    metas = read.runs(paths, True, errors, problems)  # the memory of each run, whatever its templates
     probes = [m for m in metas if m["probe"] == vocab.SUGGESTIBILITY]
     audited = [m for m in metas if m["probe"] is None]
     if not audited:

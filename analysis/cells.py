@@ -75,7 +75,8 @@ def key_order(key: tuple) -> tuple:
     return tuple(name_key(v) for v in key)
 
 
-def mean(values: list) -> float | None:
+def mean(values) -> float | None:
+    values = list(values)
     return math.fsum(values) / len(values) if values else None
 
 

@@ -29,8 +29,8 @@ PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout
                      "context_overflow", "delivered")  # the order analysis.tally reads
 # What an experiment is, besides its model, dataset, probe and ablation: the run settings that
 # make a run directory one run (critique.base.config.IDENTITY), the data and the prompt templates.
-SETTINGS = tuple(k for k in IDENTITY if k != "model") + ("endpoint", "weights", "data", "templates")
-DERIVED = 4  # the last settings come from elsewhere than the config's IDENTITY fields
+CONFIG_SETTINGS = tuple(k for k in IDENTITY if k != "model")  # from the manifest's config
+SETTINGS = CONFIG_SETTINGS + ("endpoint", "weights", "data", "templates")  # the rest from elsewhere in it
 # The setting an ablation varies: its experiments differ in it by design.
 ABLATED = {"k": "k", "parts": "parts", "train_size": "train_fraction"}
 # A prediction carries the tokens of the call that answered it, so only the calls without a
@@ -81,7 +81,7 @@ def run_meta(path: Path, manifest: dict) -> dict:
     ablation = manifest.get("ablation") or {}
     value = ablation.get("value")
     templates = {str(k): str(v) for k, v in (manifest.get("templates") or {}).items()}
-    settings = {k: manifest_value(config, k) for k in SETTINGS[:-DERIVED]}  # an older run: what it had
+    settings = {k: manifest_value(config, k) for k in CONFIG_SETTINGS}  # an older run: what it had
     settings["endpoint"] = config.get("endpoint_id") or config.get("api_base")
     local = manifest.get("local_model")
     settings["weights"] = _digest(local) if local else None  # the embedded model's file and bounds
@@ -241,22 +241,21 @@ def label_variants(metas: list[dict], problems: list[str]) -> None:
     probes, ablations; an ablation's own setting aside): each experiment gets `variant`, e.g.
     "k=1, temperature=0.7", so the tables keep them apart (see `model_label`) and a probe is joined
     only with the plain run of its own settings; a problem says which settings differ."""
-    groups: dict[tuple, dict[tuple, dict]] = {}
+    groups: dict[tuple, list[dict]] = {}
     for meta in metas:
-        groups.setdefault((meta["model"], meta["dataset"]), {}).setdefault(experiment(meta), meta)
+        groups.setdefault((meta["model"], meta["dataset"]), []).append(meta)
     for (model, dataset), members in groups.items():
         def values(setting: str) -> set:
-            return {json.dumps(m["settings"].get(setting), default=str) for m in members.values()
+            return {json.dumps(m["settings"].get(setting), default=str) for m in members
                     if ABLATED.get(m["ablation"]) != setting}
         differ = [s for s in SETTINGS if len(values(s)) > 1]
         if not differ:
             continue
         shown = {}
-        for meta in metas:
-            if (meta["model"], meta["dataset"]) == (model, dataset):
-                own = [s for s in differ if ABLATED.get(meta["ablation"]) != s]
-                meta["variant"] = ", ".join(_shown(s, meta["settings"].get(s)) for s in own)
-                shown.setdefault(f"{_what(meta)} [{meta['variant']}]", None)
+        for meta in members:
+            own = [s for s in differ if ABLATED.get(meta["ablation"]) != s]
+            meta["variant"] = ", ".join(_shown(s, meta["settings"].get(s)) for s in own)
+            shown.setdefault(f"{_what(meta)} [{meta['variant']}]", None)
         problems.append(f"{model} / {dataset}: runs with different {', '.join(differ)} are kept apart "
                         f"({'; '.join(shown)}); the model column names each, and only experiments of the same "
                         "settings are compared")

@@ -23,6 +23,6 @@ def main(args) -> int:
     config = config_from_args(args)
     out = Path(args.out) if args.out else default_out(config)
     outcome, _ = execute_run(config, out, progress=not args.quiet)
-    print_table(out)
+    errors = print_table(out)
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
-    return report_errors([out])
+    return report_errors([out], errors)

@@ -24,7 +24,9 @@ import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+
+from critique.base.checksum import dataset_checksum, files_checksum  # noqa: F401 - files_checksum: re-exported
 
 CARD = "dataset.json"
 SPLITS = ("train", "test")
@@ -306,22 +308,3 @@ def _validate_in_memory(items: list[Item], answer_space: list[str], where: Path)
             raise DatasetError(f"{where}:{number}: empty question")
         ids.add(item.id)
 
-
-def dataset_checksum(path: Path) -> str:
-    """sha256 over every file of the dataset folder, in a fixed order."""
-    path = Path(path)
-    return _checksum((str(f.relative_to(path)), f.read_bytes()) for f in sorted(p for p in path.rglob("*")
-                                                                                 if p.is_file()))
-
-
-def files_checksum(files: dict[str, str]) -> str:
-    """What `dataset_checksum` gives for a folder that holds just `files` (see `dataset_files`)."""
-    return _checksum((name, files[name].encode("utf-8")) for name in sorted(files, key=PurePosixPath))
-
-
-def _checksum(named_bytes) -> str:
-    digest = hashlib.sha256()
-    for name, data in named_bytes:
-        digest.update(name.encode() + b"\0")
-        digest.update(hashlib.sha256(data).digest())
-    return digest.hexdigest()

@@ -33,15 +33,17 @@ def errored(predictions: list[dict]) -> dict[str, int]:
     return out
 
 
-def report_errors(run_dirs: list[Path]) -> int:
+def report_errors(run_dirs: list[Path], found: dict[str, int] | None = None) -> int:
     """Say on stderr how many predictions of these run directories ended in an error (they count
-    wrong: not answers of the model); the exit status a command then has: 1 if any, else 0."""
+    wrong: not answers of the model); the exit status a command then has: 1 if any, else 0.
+    ``found``: the errored predictions per stage when the caller has counted them (`print_table`)."""
     import sys
 
-    found = {}
-    for run_dir in run_dirs:
-        for stage, count in errored(rundir.latest(rundir.read_run(run_dir)["predictions"])).items():
-            found[stage] = found.get(stage, 0) + count
+    if found is None:
+        found = {}
+        for run_dir in run_dirs:
+            for stage, count in errored(rundir.latest(rundir.read_run(run_dir)["predictions"])).items():
+                found[stage] = found.get(stage, 0) + count
     if not found:
         return 0
     shown = ", ".join(f"{count} in {stage}" for stage, count in sorted(found.items()))

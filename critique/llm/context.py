@@ -43,18 +43,19 @@ def summary_budget(window_tokens: int, max_tokens: int) -> int:
     return window_tokens - min(max_tokens, max(MIN_REPLY, window_tokens // 4))
 
 
-def _text(messages: list[dict]) -> str:
+def text(messages: list[dict]) -> str:
+    """The prompt's words: its messages' contents, one per line (what every count below reads)."""
     return "\n".join(str(m.get("content") or "") for m in messages)
 
 
 def surely_fits(messages: list[dict], limit: int) -> bool:
     """True when the prompt fits ``limit`` tokens whatever the tokenizer (each token is one byte or more)."""
-    return len(_text(messages).encode("utf-8")) + 16 * len(messages) + TEMPLATE_ROOM <= limit
+    return len(text(messages).encode("utf-8")) + 16 * len(messages) + TEMPLATE_ROOM <= limit
 
 
 def estimate(messages: list[dict]) -> int:
     """A conservative count when no tokenizer answers: one token per three bytes, plus the template."""
-    return -(-len(_text(messages).encode("utf-8")) // 3) + 16 * len(messages) + TEMPLATE_ROOM
+    return -(-len(text(messages).encode("utf-8")) // 3) + 16 * len(messages) + TEMPLATE_ROOM
 
 
 def count(model: str, messages: list[dict]) -> int:

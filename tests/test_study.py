@@ -52,6 +52,8 @@ out = "out"
      'litellm_params = { model = "fake/other", api_base = "http://a" }\n', "is not the name of a [[models]] entry"),
     ('[[models]]\nname = "fake/model"\n[probes.consistency]\nrepeats = 1\n', "repeats must be a whole number >= 2"),
     ('[[models]\nname = "fake/model"\n', "not valid TOML"),
+    ('prompts = "fancy"\n[[models]]\nname = "fake/model"\n', "prompts must be one of paper, compact, not 'fancy'"),
+    ('on_mismatch = "ignore"\n[[models]]\nname = "fake/model"\n', "on_mismatch must be one of keep, drop, recritique"),
 ])
 def test_a_bad_study_file_is_one_clear_error_before_any_call(home, fake_llm, capsys, extra, message):
     study = write(home / "study.toml", BASE + extra)
@@ -70,6 +72,33 @@ def test_a_models_context_window_reaches_its_cells(home):
     served, other = study.models
     assert base_config(study, served, "mcr-gen").context_tokens == 32768
     assert base_config(study, other, "mcr-gen").context_tokens is None
+
+
+def test_the_prompt_set_and_the_mismatch_rule_reach_every_cell(home):
+    from critique.experiments.study.file import load
+    from critique.experiments.study.plan import base_config
+
+    plain = load(write(home / "plain.toml", BASE + '[[models]]\nname = "fake/model"\n'))
+    assert (base_config(plain, plain.models[0], "mcr-gen").prompts,
+            base_config(plain, plain.models[0], "mcr-gen").on_mismatch) == ("paper", "keep")
+    study = load(write(home / "study.toml", 'prompts = "compact"\non_mismatch = "drop"\n' + BASE +
+                       '[[models]]\nname = "fake/model"\n'))
+    config = base_config(study, study.models[0], "mcr-gen")
+    assert (config.prompts, config.on_mismatch) == ("compact", "drop")
+
+
+def test_a_cell_that_starts_after_the_study_was_stopped_touches_nothing(home, fake_llm, capsys):
+    from critique.experiments.study import engines
+    from critique.experiments.study.execute import run_cell
+    from critique.experiments.study.file import check, load
+    from critique.experiments.study.plan import plan
+
+    study = load(write(home / "study.toml", BASE + '[[models]]\nname = "fake/model"\n'))
+    (cell,) = plan(study, check(study))
+    shared = engines.coordinator("threading", {}, 1, study.out)
+    shared.request_stop()  # an interrupted study: this cell was queued and begins only now
+    assert run_cell(cell, 1, str(study.out), None, shared)["status"] == "stopped"
+    assert fake_llm.CALLS == [] and not study.out.exists() and shared.running_count() == 0
 
 
 def test_unknown_dataset_is_refused_before_any_call(home, fake_llm, capsys):
@@ -154,6 +183,10 @@ litellm_params = { model = "fake/served", api_base = "http://gpu2:8000/v1" }
     printed = capsys.readouterr().out
     assert "[1/2] mcr-gen x fake/model: complete, skipped" in printed and "2 complete, 0 to run" in printed
     assert fake_llm.CALLS == []
+    other = write(home / "other.toml", 'prompts = "compact"\n' + study.read_text())  # same folders, other prompts
+    assert main(["study", str(other), "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    assert "0 complete, 2 to run" in printed and "run (partial)" in printed  # not taken for the finished runs
 
 
 def test_a_study_killed_with_sigkill_resumes_to_one_record_per_item(home):

@@ -73,6 +73,13 @@ class Run:
         except Timeout:
             raise RunError(f"{self.out} is being written by another process (lock {self.out / rundir.LOCK}); "
                            f"wait for it to finish or use another --out") from None
+        try:
+            self._read_logged()
+        except BaseException:  # a run directory this run may not write: free it for the one that may
+            self._lock.release()
+            raise
+
+    def _read_logged(self) -> None:
         manifest_path = self.out / rundir.MANIFEST
         old = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
         if old is not None:

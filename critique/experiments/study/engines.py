@@ -20,6 +20,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from pathlib import Path
 
 from critique.llm.limits import ProviderLimits, SharedLimits
@@ -151,14 +152,17 @@ class Dask(Threads):
         from distributed import Event, Semaphore, Variable
 
         name = f"critique-{study_id(out)}"
+        # shared by every run of the study (a rerun's cells wait for the lease of an interrupted run's cell)
         self.limits = SharedLimits({p: Semaphore(max_leases=n, name=f"{name}-provider-{p}")
                                     for p, n in providers.items()})
         self._cells = Semaphore(max_leases=jobs, name=f"{name}-cells")
-        self._stop = Event(f"{name}-stop")
-        self._stop.clear()  # an interrupted run of the same study set it
         self._noticed = Event(f"{name}-noticed")  # a cell saw the stop: what a test waits for
         self._noticed.clear()
-        self._alive = Variable(f"{name}-alive")
+        # this run's own: a cell of an interrupted run that starts late still sees its run's stop,
+        # which a rerun of the study never clears
+        this = f"{name}-{uuid.uuid4().hex[:12]}"
+        self._stop = Event(f"{this}-stop")
+        self._alive = Variable(f"{this}-alive")
         self._alive.set(time.time())
         self._beating = threading.Event()
         self._heart = threading.Thread(target=self._beat, name="critique-study-heartbeat", daemon=True)

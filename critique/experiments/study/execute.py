@@ -85,6 +85,9 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
     head = f"[{cell.index}/{total}] {cell.label}"
     calls, done = 0, []
     with shared_objects.running():
+        if shared_objects.stop_requested():  # the study was stopped before this cell began: touch nothing
+            say(f"{head}: not started (the study was stopped); rerun the study to run it")
+            return {"cell": cell.index, "label": cell.label, "status": "stopped", "calls": 0, "error": None}
         watchdog = engines.Watchdog(shared_objects)
         try:
             pool = reuse.matching_calls([Path(out)], cell.model.name, cell.checksum)

@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from critique.base.config import EFFORTS, bound_problem
+from critique.base.config import EFFORTS, ON_MISMATCH, PROMPT_SETS, bound_problem
 from critique.base.errors import UserError
 from critique.experiments import ablations, probes
 
@@ -20,6 +20,8 @@ SETTINGS = {  # top-level field -> (type, what it is)
     "seed": (int, "seed"),
     "k": (int, "retrieved examples"),
     "parts": (str, "critique parts"),
+    "prompts": (str, "prompt set"),
+    "on_mismatch": (str, "what enters memory when a critique's assertion does not name the gold label"),
     "max_tokens": (int, "token limit of a reply"),
     "temperature": (float, "temperature"),
     "reasoning_effort": (str, "reasoning effort"),
@@ -169,6 +171,9 @@ def load(path: str | Path) -> Study:
         raise _error(f"{path}: parts must be one of {', '.join(PARTS)}, not {settings['parts']!r}")
     if settings.get("reasoning_effort", "low") not in EFFORTS:
         raise _error(f"{path}: reasoning_effort must be one of {', '.join(EFFORTS)}")
+    for key, known in (("prompts", PROMPT_SETS), ("on_mismatch", ON_MISMATCH)):
+        if settings.get(key, known[0]) not in known:
+            raise _error(f"{path}: {key} must be one of {', '.join(known)}, not {settings[key]!r}")
     backend = settings.pop("backend", "threading")
     if backend not in BACKENDS:
         raise _error(f"{path}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")

@@ -6,9 +6,10 @@ cell)."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from critique.base import rundir
-from critique.base.config import RunConfig
+from critique.base.config import IDENTITY, RunConfig, manifest_value
 from critique.experiments import ablations, probes
 from critique.experiments.study.file import Cell, Model, Study, Task, _api_base
 from critique.runner import run_name
@@ -27,7 +28,9 @@ def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
                      concurrency=pick("concurrency", "concurrency"), encoder=s.get("encoder", RunConfig.encoder),
                      use_cache=s.get("use_cache", RunConfig.use_cache), data_dir=s.get("data_dir"),
                      cache_dir=s.get("cache_dir"), timeout=pick("timeout", "timeout"),
-                     num_retries=pick("retries", "num_retries"), context_tokens=model.context_tokens)
+                     num_retries=pick("retries", "num_retries"), context_tokens=model.context_tokens,
+                     prompts=s.get("prompts", RunConfig.prompts),
+                     on_mismatch=s.get("on_mismatch", RunConfig.on_mismatch))
 
 
 def _selected(spec: dict, model: Model, dataset: str) -> bool:
@@ -76,7 +79,10 @@ def task_state(task: Task) -> str:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "partial"
+    config = manifest.get("config", {})
+    mine = asdict(task.config)
     done = manifest.get("status") == "complete" and manifest.get("probe") == task.probe \
         and manifest.get("ablation") == task.ablation \
-        and set(task.config.strategies) <= set(manifest.get("config", {}).get("strategies", []))
-    return "complete" if done else "partial"
+        and set(task.config.strategies) <= set(config.get("strategies", [])) \
+        and all(manifest_value(config, key) == mine.get(key) for key in IDENTITY)
+    return "complete" if done else "partial"  # other settings: running it says which (critique.engine.pipeline)

@@ -145,3 +145,10 @@ def test_the_prompt_count_of_a_file_is_its_template_exactly(gguf):
         llm.close()
     assert local_llm.count_tokens(str(gguf), messages) == read + 8  # 8 spare: a template may write the date
     json.dumps(local_llm.settings(str(gguf)))  # the manifest's local_model is plain JSON
+
+
+def test_the_embedded_model_runs_on_the_cores_this_process_may_use(monkeypatch):
+    from critique.llm import local
+
+    monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    assert local.threads() == 1  # `taskset -c 3`: one llama.cpp thread, not one per core of the machine

@@ -101,6 +101,15 @@ def settings(name: str, context_tokens: int | None = None) -> dict:
             "n_ctx": n_ctx, "n_ctx_train": trained}
 
 
+def threads() -> int:
+    """The cores this process may use (``taskset``, a container's CPU set), not the machine's: a
+    llama.cpp thread that has to share its core with another of its threads stalls them all."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity on this platform
+        return os.cpu_count() or 2
+
+
 def n_ctx_of(name: str) -> int:
     """The context ``local/<name>`` runs with: N_CTX for the packaged model, a file's as its settings said."""
     if packaged(name):
@@ -242,7 +251,7 @@ class LocalLLM(CustomLLM):
                 self._models.pop(other).close()
             chat = {} if packaged(name) else {"chat_format": gguf_file.DEFAULT_CHAT}  # the file's own template
             self._models[key] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=n_ctx,
-                                                  flash_attn=FLASH_ATTN, n_threads=os.cpu_count() or 2, seed=0,
+                                                  flash_attn=FLASH_ATTN, n_threads=threads(), seed=0,
                                                   verbose=False, **chat)
         return self._models[key]
 

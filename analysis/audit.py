@@ -107,13 +107,23 @@ def counted(path: Path, stage: str, problems: list[str]) -> list[dict]:
     return rundir.latest(records)
 
 
+def stored_verdict(entry: dict, asserted: str | None) -> int | None:
+    """r: 1 when the entry says its initial answer was right, 0 when wrong, None when it says neither. A self
+    critic's entry (--critic self) says so in its ``verdict``; a critic shown a label says so by the option
+    its correct_answer asserts (right when that is the initial answer)."""
+    verdict = entry.get("verdict")
+    if verdict in ("right", "wrong"):
+        return int(verdict == "right")
+    return None if asserted is None else int(asserted == entry.get("initial_answer"))
+
+
 def entry_rows(entries: list[dict], space: list[str], truth: dict) -> list[dict]:
     rows = []
     for e in entries:
         critique = e.get("critique") or {}
         asserted = asserted_option(critique.get("correct_answer"), space)
         u = int(e.get("initial_answer") == e.get("gold"))
-        r = None if asserted is None else int(asserted == e.get("initial_answer"))
+        r = stored_verdict(e, asserted)
         meta = truth.get((e.get("user"), str(e.get("item_id"))), {})
         rows.append({"id": e.get("id"), "item_id": e.get("item_id"), "user": e.get("user"),
                      "question": e.get("question"), "initial_answer": e.get("initial_answer"), "gold": e.get("gold"),
@@ -122,6 +132,8 @@ def entry_rows(entries: list[dict], space: list[str], truth: dict) -> list[dict]
                      "asserts_gold": None if asserted is None else asserted == e.get("gold"),
                      "U": u, "r": r, "b": None if r is None else r - u,
                      "flipped": meta.get("flipped"), "rule_prefers": meta.get("rule_prefers"),
+                     "label": e.get("label", e.get("gold")), "label_flipped": e.get("label_flipped") is True,
+                     "believed": e.get("believed"),
                      "n": 0, "correct": 0, "reuse": {s: {"n": 0, "correct": 0} for s in REUSE},
                      "retrieved_by": [], "similarity": None})
     return rows

@@ -137,6 +137,18 @@ def analyse(args) -> Analysis:
         raise _user_error("no readable run directory among the inputs: " + "; ".join(errors))
     cells = cells_mod.from_logs(logs)
     result = tables.build(cells)
+    from critique.analysis import echo
+
+    result.tables.extend(echo.tables(logs.runs, cells, problems))  # per run: its memory and predictions
+    from critique.analysis import gate
+
+    result.tables.append(gate.table(logs.runs, problems))  # the retrieval gate's sweep (critique ablate gate)
+    from critique.analysis import deinflate, overturn
+
+    if any(m.get("probe") == "deinflate" for m in logs.runs):  # critique deinflate's arms
+        result.tables.append(deinflate.table(logs.runs, problems))
+    if any(m.get("probe") == "overturn" for m in logs.runs):  # critique probe overturn
+        result.tables.append(overturn.table(logs.runs, problems))
     from critique.analysis.read import describe
 
     inputs["experiments"] = describe(logs.runs)

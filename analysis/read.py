@@ -30,9 +30,11 @@ PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout
 # What an experiment is, besides its model, dataset, probe and ablation: the run settings that
 # make a run directory one run (critique.base.config.IDENTITY), the data and the prompt templates.
 CONFIG_SETTINGS = tuple(k for k in IDENTITY if k != "model")  # from the manifest's config
-SETTINGS = CONFIG_SETTINGS + ("endpoint", "weights", "data", "templates")  # the rest from elsewhere in it
+# the rest from elsewhere in it; the templates are not among them: a template name with two hashes is a conflict
+# (template_conflicts), and a prompt set that has gained a template is not another experiment
+SETTINGS = CONFIG_SETTINGS + ("endpoint", "weights", "data")
 # The setting an ablation varies: its experiments differ in it by design.
-ABLATED = {"k": "k", "parts": "parts", "train_size": "train_fraction"}
+ABLATED = {"k": "k", "parts": "parts", "train_size": "train_fraction", "gate": "gate"}
 # A prediction carries the tokens of the call that answered it, so only the calls without a
 # prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
 CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error")
@@ -86,7 +88,6 @@ def run_meta(path: Path, manifest: dict) -> dict:
     local = manifest.get("local_model")
     settings["weights"] = _digest(local) if local else None  # the embedded model's file and bounds
     settings["data"] = str(dataset.get("checksum") or "")[:12]
-    settings["templates"] = _digest(templates)
     return {
         "path": str(path),
         "model": str(config["model"]),
@@ -165,8 +166,6 @@ def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: li
                           "--allow-mixed to pool them anyway)")
     kept = metas if allow_mixed else [m for m in metas if (m["model"], m["dataset"]) not in conflicts]
     for meta in kept:
-        if allow_mixed and (meta["model"], meta["dataset"]) in conflicts:
-            meta["settings"]["templates"] = "pooled"
         if meta["status"] != "complete":
             problems.append(f"{meta['path']}: run status is {meta['status']!r}, not 'complete'; its records so "
                             "far are included")
@@ -177,9 +176,10 @@ def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: li
 
 
 def memory_counts(path: str, problems: list[str]) -> tuple[int, int]:
-    """(critiques, those whose first critique asserted another label than gold) of one run (the latest
-    run of an experiment holds its memory): its episodic entries and those --on-mismatch drop left
-    out (memory/dropped.jsonl); an entry asked again (--on-mismatch recritique) had a first mismatch."""
+    """(critiques, those whose first critique asserted another label than the one shown) of one run (the
+    latest run of an experiment holds its memory): its episodic entries and those --on-mismatch drop left
+    out (memory/dropped.jsonl); an entry asked again (--on-mismatch recritique) had a first mismatch. A
+    critique of a self critic (--critic self: assertion_mismatch null, no label shown) is not counted."""
     rows = []
     try:
         for name in ("episodic.jsonl", "dropped.jsonl"):
@@ -187,6 +187,7 @@ def memory_counts(path: str, problems: list[str]) -> tuple[int, int]:
     except OSError as exc:
         problems.append(f"{path}: its episodic memory cannot be read ({exc}); no mismatch rate")
         return 0, 0
+    rows = [row for row in rows if row[0] is not None or row[1] is not None]  # shown a label
     return len(rows), sum(row[0] is True or row[1] is not None for row in rows)
 
 

@@ -300,8 +300,9 @@ def mismatch_table(cells: Cells) -> Table:
     if not cells.mismatch:
         return skip("mismatch", "no episodic memory among the plain runs read (memory/episodic.jsonl)")
     columns = ["model", "dataset", "entries", "mismatches", "mismatch_rate"]
-    note = ("entries: critiques in the run's episodic memory; mismatches: those whose assertion names another label "
-            "than the gold one (the critic was shown the gold), in percent as mismatch_rate")
+    note = ("entries: critiques in the run's episodic memory that were shown a label; mismatches: those whose "
+            "assertion names another label than the one shown (the gold; with --critic noisy:R a flipped one for "
+            "some items; critiques of a self critic, shown none, are not counted), in percent as mismatch_rate")
     return Table("mismatch", TITLES["mismatch"], columns, records(cells.mismatch, columns), note=note)
 
 

@@ -280,8 +280,10 @@ async def _predict_one(run, name: str, item: Item, vector) -> dict:
                 "parse_failed": result.error is None and answer is None, "timeout": result.timeout,
                 "error": result.error}
 
+    from critique.engine.memory import selection
+
     return await run.answer(STAGE, name, item, prompt, seed=(), retrieved=[e["id"] for e in examples],
-                            judge=unlabeled, keep_same=True)
+                            judge=unlabeled, keep_same=True, extra=selection.logged(examples))
 
 
 def _prediction(record: dict, item: Item) -> Prediction:

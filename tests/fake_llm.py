@@ -15,7 +15,9 @@ FAKE_LLM_ECHO, as a provider that echoes the key would (secret tests). FAKE_LLM_
 a prompt of more than N (whitespace) tokens with litellm's ContextWindowExceededError.
 FAKE_LLM_CRITIC_WRONG=LABEL,... makes a critique told one of those labels assert another one ("1",
 or "2" when told "1"); a critique asked again (a request with an earlier assistant reply: the
-recritique) asserts the label it was told, unless that label is in FAKE_LLM_RECRITIC_WRONG. Run as a
+recritique) asserts the label it was told, unless that label is in FAKE_LLM_RECRITIC_WRONG. A self critic
+(--critic self: no label) believes an option chosen by a hash of the prompt (FAKE_LLM_SELF=lenient: the answer
+it judges, always called right). Run as a
 script it is the `critique` command with this provider registered, for tests that kill a run.
 """
 
@@ -33,6 +35,9 @@ import litellm
 from litellm import CustomLLM
 
 CALLS: list[dict] = []
+# A test may script the performance agent: ANSWER(prompt, options, properties) returns the reply object
+# (e.g. {"answer": "yes"}) or None for the default hashed answer (tests/test_credit.py).
+ANSWER = None
 _STARTED = {"calls": 0}
 _STARTED_LOCK = threading.Lock()
 
@@ -51,9 +56,14 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
     props = (schema or {}).get("properties", {})
     if "answer" in props:
         options = props["answer"]["enum"]
+        scripted = ANSWER(prompt, options, props) if ANSWER is not None else None
+        if scripted is not None:
+            return json.dumps(scripted)
         pick = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(options)
         return json.dumps({"answer": options[pick]})
     echo = os.environ.get("FAKE_LLM_ECHO", "")
+    if "verdict" in props:  # the self critic (--critic self): no label in the prompt
+        return _self_reply(prompt, props, echo)
     if "correct_answer" in props:
         gold = prompt.split("Correct answer: ", 1)[1].split("\n", 1)[0].strip()
         again = any(m["role"] == "assistant" for m in messages)
@@ -68,6 +78,22 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
             range(1, int(os.environ.get("FAKE_LLM_ADVICE_LINES", "2")) - 1)]
     return json.dumps({"advice": [f"Apply conditions in order of priority (rule {rule}).", *more,
                                   f"Check every candidate.{echo}"]})
+
+
+def _self_reply(prompt: str, props: dict, echo: str) -> str:
+    """A self critic's reply. It believes an option chosen by a hash of the prompt, and calls the answer right
+    when that is the answer; FAKE_LLM_SELF=lenient: it believes the answer and calls it right, always."""
+    options = props["believed_answer"]["enum"]
+    answer = next((line.split(": ", 1)[1].strip() for line in prompt.splitlines()
+                   if line.startswith(("Initial agent response: ", "Student's answer: "))), None)
+    if os.environ.get("FAKE_LLM_SELF") == "lenient" and answer in options:
+        believed = answer
+    else:
+        believed = options[int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(options)]
+    return json.dumps({"verdict": "right" if believed == answer else "wrong", "believed_answer": believed,
+                       "correct_answer": f"The correct answer is {believed}.",
+                       "local_reason": f"Here {believed} follows from the question.{echo}",
+                       "global_reason": f"Check every condition.{echo}"})
 
 
 class FakeLLM(CustomLLM):
@@ -88,7 +114,8 @@ class FakeLLM(CustomLLM):
             raise litellm.ContextWindowExceededError(message=f"{prompt_tokens} tokens > context {context}",
                                                      model=model, llm_provider="fake")
         text = _reply(messages, schema)
-        CALLS.append({"model": model, "messages": messages})
+        CALLS.append({"model": model, "messages": messages, "seed": (optional_params or {}).get("seed"),
+                      "temperature": (optional_params or {}).get("temperature")})
         completion_tokens = len(text.split())
         return litellm.ModelResponse(
             id=f"fake-{uuid.uuid4().hex}", model=model,

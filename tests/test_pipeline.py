@@ -157,3 +157,103 @@ def test_second_process_on_the_same_run_directory_is_refused(home, fake_llm, cap
     with FileLock(str(out / ".lock")):
         assert run(out) == 2
     assert "being written by another process" in capsys.readouterr().err
+
+
+# ---- Run.call: one request in flight, shared by its callers ---------------------------------------------
+class _Calls:
+    """What Run.call needs of a Run: one request hash for every prompt, and a _send held until released."""
+
+    def __init__(self):
+        import asyncio
+        from types import SimpleNamespace
+
+        self.logged, self._pending, self.sent, self.cancelled = {}, {}, 0, 0
+        self.started, self.release = asyncio.Event(), asyncio.Event()
+        self.llm = SimpleNamespace(request=lambda messages, schema, name: messages, request_hash=lambda r: "h")
+
+    async def _send(self, key, *rest):
+        import asyncio
+
+        self.sent += 1
+        self.started.set()
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        return "reply"
+
+
+def _ask(calls):
+    from critique.engine import agents
+    from critique.engine.pipeline import Run
+
+    prompt = agents.Prompt("t.j2", "x", [{"role": "user", "content": "q"}])
+    return Run.call(calls, "test", "EP_CRIT", "i1", None, prompt, {}, "answer")
+
+
+def test_a_cancelled_caller_does_not_cancel_the_shared_call_for_the_others():
+    import asyncio
+
+    async def main_():
+        calls = _Calls()
+        first, second = asyncio.ensure_future(_ask(calls)), asyncio.ensure_future(_ask(calls))
+        await calls.started.wait()
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        calls.release.set()
+        assert await second == "reply" and first.cancelled()
+        assert calls.sent == 1 and calls.cancelled == 0 and calls._pending == {}
+
+    asyncio.run(main_())
+
+
+def test_a_shared_call_is_cancelled_once_no_caller_awaits_it():
+    import asyncio
+
+    async def main_():
+        calls = _Calls()
+        tasks = [asyncio.ensure_future(_ask(calls)) for _ in range(2)]
+        await calls.started.wait()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        while calls._pending:  # the call ends (its cancellation is delivered on the loop's next turn)
+            await asyncio.sleep(0)
+        assert calls.sent == 1 and calls.cancelled == 1
+
+    asyncio.run(main_())
+
+
+def test_a_fresh_reply_never_answers_another_request(home, fake_llm):
+    """A fresh call (the consistency probe's repeats, the credit null control) is logged, but a later
+    request with its hash is answered by the first reply, in the run and on resume, never by the fresh one."""
+    import asyncio
+
+    from critique.base.config import RunConfig
+    from critique.datasets.registry import resolve
+    from critique.engine import agents
+    from critique.engine.pipeline import Run
+    from critique.llm.client import LLM, llm_config
+
+    config = RunConfig(dataset="mcr-gen", model="fake/model")
+    prompt = agents.Prompt("t.j2", "x", [{"role": "user", "content": "Answer."}])
+
+    def opened():
+        r = Run(home / "f", config, resolve("mcr-gen"), LLM(llm_config(config)), None, progress=False)
+        r.open()
+        return r
+
+    r = opened()
+    first = asyncio.run(r.call("test", None, "i", None, prompt, {}, "answer"))
+    kept = r.logged[first.request_hash]
+    again = asyncio.run(r.call("test", None, "i", None, prompt, {}, "answer", fresh=True))
+    assert again.request_hash == first.request_hash and r.logged[first.request_hash] is kept
+    r.close(False)
+    calls = rundir.read_jsonl(home / "f" / rundir.CALLS)
+    assert len(calls) == 2
+    calls[1]["response"] = "a fresh repeat's other reply"
+    rundir.write_jsonl_atomic(home / "f" / rundir.CALLS, calls)
+    resumed = opened()
+    assert resumed.logged[first.request_hash]["response"] == first.text
+    resumed.close(False)

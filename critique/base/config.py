@@ -18,6 +18,13 @@ ON_MISMATCH = ("keep", "drop", "recritique")
 # Prompt sets, each a folder prompts/<name>/ of the same templates: "paper" follows the study's
 # prompts (their parts, order and framing); "compact" is the set shaped for prompt-prefix reuse.
 PROMPT_SETS = ("paper", "compact")
+# Who grades the train answers (critique.engine.memory.critic): "gold" (the critic is shown the gold
+# label, the study), "noisy:R" (a seeded fraction R of the labels flipped before the critic sees them)
+# or "self" (no label: the critic judges the answer itself). "noisy:0" is "gold" (canonical_critic).
+CRITICS = ("gold", "noisy:R", "self")
+# Which retrieved entries go into an episodic prompt (critique.engine.memory.selection): the K nearest,
+# or contrast pairs (the nearest entry the agent got right at its initial answer with the nearest it got wrong).
+RETRIEVALS = ("nearest", "contrast")
 
 
 @dataclass
@@ -46,6 +53,11 @@ class RunConfig:
     context_tokens: int | None = None  # the model's context window; None: the embedded model's, else litellm's
     on_mismatch: str = "keep"  # ON_MISMATCH: a critique whose assertion does not name the gold label
     prompts: str = "paper"  # PROMPT_SETS: the templates every prompt is rendered from
+    critic: str = "gold"  # CRITICS: what the critic is shown of each train item's label
+    label_budget: float | None = None  # --critic self: gold labels for a nested seeded fraction of train
+    gate: float | None = None  # only entries with cosine similarity >= gate enter a prompt (None: no gate)
+    inject_budget: int | None = None  # at most this many tokens of episodic examples per prompt (None: no limit)
+    retrieval: str = "nearest"  # RETRIEVALS: the K nearest entries, or contrast pairs
 
 
 # A run directory belongs to one value of each of these. A manifest written before a field existed
@@ -54,25 +66,31 @@ class RunConfig:
 IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature", "reasoning_effort", "encoder",
             "train_fraction", "context_tokens",  # context_tokens: which prompts fit, how the summary is chunked
             "on_mismatch",  # on_mismatch: which critiques enter memory
-            "prompts")  # prompts: the prompt set (every request hash depends on it too)
+            "prompts",  # prompts: the prompt set (every request hash depends on it too)
+            "gate", "inject_budget", "retrieval",  # which retrieved entries enter a prompt
+            "critic", "label_budget")  # critic, label_budget: what the critic sees of the train labels
 # The value a run had for a setting its manifest predates, where that is not RunConfig's default:
 # every run before --prompts existed used the templates now in prompts/compact/.
 LEGACY = {"prompts": "compact"}
 
 # The least value of each numeric setting (RunConfig's field names).
 BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.001, "num_retries": 0,
-          "temperature": 0.0, "call_processes": 0, "context_tokens": 1}
+          "temperature": 0.0, "call_processes": 0, "context_tokens": 1, "gate": -1.0, "inject_budget": 0}
+# The greatest value, where there is one (the gate is a cosine similarity).
+UPPER = {"gate": 1.0}
 
 
 def bound_problem(name: str, value) -> str | None:
     """Why ``value`` is out of bounds for the setting ``name``, or None."""
-    low = BOUNDS.get(name)
+    low, high = BOUNDS.get(name), UPPER.get(name)
     if low is None or value is None:
         return None
     if isinstance(value, float) and not math.isfinite(value):
         return f"must be a finite number, not {value}"
     if value < low:
         return f"must be at least {low}, not {value}"
+    if high is not None and value > high:
+        return f"must be at most {high}, not {value}"
     return None
 
 
@@ -88,3 +106,36 @@ def manifest_config(config: dict) -> dict:
     """A manifest's ``config`` with the LEGACY settings it predates filled in (RunConfig's defaults
     fill in the others)."""
     return {**LEGACY, **config}
+
+
+def canonical_critic(critic: str, label_budget: float | None = None) -> tuple[str, float | None]:
+    """(critic, label_budget) in their one written form, or ValueError saying what is wrong: "noisy:R"
+    with 0 <= R <= 1 written as the shortest float ("noisy:0.20" -> "noisy:0.2"); "noisy:0" is "gold"
+    (no label flipped: the same run); a label budget only with "self", in (0, 1]; "self" with budget 1
+    is "gold" (every item labelled)."""
+    text = str(critic).strip()
+    if text.startswith("noisy:"):
+        try:
+            rate = float(text[len("noisy:"):])
+        except ValueError:
+            rate = math.nan
+        if not 0 <= rate <= 1:
+            raise ValueError(f"noisy:R needs a fraction R of labels to flip, 0 <= R <= 1, not {text!r}")
+        text = "gold" if rate == 0 else f"noisy:{rate!r}"
+    elif text not in ("gold", "self"):
+        raise ValueError(f"unknown critic {critic!r}; choose gold, noisy:R (0 <= R <= 1) or self")
+    if label_budget is not None:
+        if text != "self":
+            raise ValueError("a label budget needs the self critic (--critic self): the budget's items get the gold "
+                             "label, the others none")
+        if not (isinstance(label_budget, (int, float)) and 0 < label_budget <= 1):
+            raise ValueError(f"a label budget is a fraction of train items in (0, 1], not {label_budget}")
+        if label_budget == 1:
+            return "gold", None
+        label_budget = float(label_budget)
+    return text, label_budget
+
+
+def noise_rate(critic: str) -> float:
+    """The fraction of train labels a (canonical) critic flips: R of "noisy:R", else 0."""
+    return float(critic[len("noisy:"):]) if critic.startswith("noisy:") else 0.0

@@ -28,9 +28,11 @@ def _shared(what: str) -> tuple[Field, ...]:
     return (
         Field("run_id", "string", "id of the run that wrote the record (kept when a run is resumed)"),
         Field("stage", "string", f"the stage of the {what}: train_predict, critique, recritique (--on-mismatch "
-              "recritique), summary, test, probe_predict, probe_critique, probe, predict (learner)", analysis=True),
+              "recritique), summary, test, probe_predict, probe_critique, probe, predict (learner), credit, "
+              "credit_null, credit_prune", analysis=True),
         Field("strategy", "string|null", "test: the strategy (zero_shot, EP_LABEL, EP_CRIT, SEM_CRIT, EP+SEM_CRIT); "
-              "probe: truth, lying or repeat-N; null in the train stage", analysis=what == "prediction"),
+              "probe: truth, lying or repeat-N; credit: full or without:ENTRY_ID; credit_null: null; credit_prune: "
+              "STRATEGY|RULE; null in the train stage", analysis=what == "prediction"),
         Field("item_id", "string|null", "the item's id in its dataset; null for a summary call", analysis=True),
         Field("user", "string|null", "the item's user (preference data); null otherwise", analysis=True),
     )
@@ -86,6 +88,15 @@ PREDICTION = (
     Field("error", "string|null", "why no answer was obtained (failed call, missing memory); null otherwise; "
           "a record with an error is redone when the run is resumed", analysis=True),
     Field("retrieved", "array", "ids of the episodic entries put in the prompt, nearest first"),
+    Field("retrieved_scores", "array|null", "the similarity of each entry of retrieved to the question, in the same "
+          "order: the cosine of their embeddings (inner product of L2-normalised vectors, as FAISS found it); [] "
+          "when none was retrieved; null when not known; absent in logs written before it existed",
+          analysis=True, required=False),
+    Field("injected_tokens", "integer|null", "test and learner predictions: tokens of the episodic examples in "
+          "the prompt: the prompt's tokens less those of the same template rendered without examples, counted "
+          "with the run's tokenizer (critique.llm.context); 0 when none entered (--gate, --inject-budget); null "
+          "when not counted (only a run with --gate or --inject-budget counts them); absent in older logs",
+          analysis=True, required=False),
     Field("request_hash", "string|null", "request_hash of the call that answered; null when no call was made"),
     *_TOKENS,
     *_CONTEXT,
@@ -107,9 +118,36 @@ PREDICTION = (
           "checked", analysis=True, required=False),
     Field("critique_asserted", "string|null", "suggestibility: the label the critique's correct_answer asserts as "
           "the answer (strict check); null when it names none or did not parse", required=False),
+    # verifier runs (critique verify: stage probe, strategy the verifier)
+    Field("verifier", "string", "verify: the verifier (reorder: the options permuted)", required=False),
+    Field("checked_answer", "string", "verify: the memory entry's initial answer, the one its verdict is about",
+          required=False),
+    Field("shown_answer", "string|null", "verify reorder: the label answered in the permuted question (answer is it "
+          "mapped back to the original labels); null when none", required=False),
+    Field("survives", "boolean", "verify: the checked answer survived the check (reorder: the permuted question got "
+          "it again); false means the entry is flagged (a reply with no valid answer is flagged)", analysis=True,
+          required=False),
+    Field("samples", "array", "verify sample:N: the N sampled answers (null where a sample had no valid answer); "
+          "answer is the most frequent valid one", required=False),
+    Field("judge_verdict", "string|null", "verify judge:MODEL: the judge's verdict on the checked answer, right or "
+          "wrong (answer is the answer it believes); null when its reply did not parse", required=False),
+    # overturn probe (stage probe, strategy false, false+true, true+false, each with @provenance)
+    Field("notes", "array", "overturn: the critiques in the prompt, in order: truth or lying", required=False),
+    Field("provenance", "boolean", "overturn: each critique was shown with where it came from and how confident",
+          required=False),
     # consistency probe (stage probe, strategy repeat-N)
     Field("split", "string", "consistency: the split repeated (test or train)", required=False),
     Field("repeat", "integer", "consistency: the repeat's number, from 1", required=False),
+    # credit: the deletion test (stage credit, strategy full or without:ENTRY_ID; stage credit_null)
+    Field("removed", "string|null", "credit: the episodic entry left out of the prompt (strategy without:ID); "
+          "null for the full prompt and the null control", required=False),
+    Field("cited", "array|null", "credit --cite: ids of the prompt's entries the answer says it used; null when "
+          "not asked or the reply named none validly", required=False),
+    Field("nearest_other", "number|null", "credit: the removed entry's greatest similarity (cosine of question "
+          "embeddings) to another entry of the same prompt; null when it was alone", required=False),
+    Field("nearest_other_id", "string|null", "credit: that other entry's id", required=False),
+    Field("pruned", "integer", "credit_prune: the number of entries the rule (strategy STRATEGY|RULE) removed "
+          "from memory", required=False),
 )
 
 MEMORY_ENTRY = (
@@ -120,9 +158,10 @@ MEMORY_ENTRY = (
     Field("initial_answer", "string", "the zero-shot answer critiqued (or the no-answer text)"),
     Field("gold", "string", "the true label"),
     Field("critique", "object", "the critique: the critic's three text fields"),
-    Field("assertion_mismatch", "boolean", "the critique's correct_answer does not name the gold label as the "
-          "answer (strict: asserted != gold; logs written before the strict check flagged only a label other than "
-          "gold among the words)", analysis=True),
+    Field("assertion_mismatch", "boolean|null", "the critique's correct_answer does not name the label the critic "
+          "was shown as the answer (strict: asserted != label; the gold label but with --critic noisy:R; logs written "
+          "before the strict check flagged only a label other than gold among the words); null when the critic was "
+          "shown no label (--critic self)", analysis=True),
     Field("timeout", "boolean", "the critique call hit the token limit"),
     Field("model", "string", "the critic model"),
     Field("template_hash", "string", "sha256 of critic.j2"),
@@ -135,8 +174,22 @@ MEMORY_ENTRY = (
     Field("recritique", "object", "--on-mismatch recritique, when the first critique mismatched: {first, second, "
           "kept}: first and second are {critique (null: no valid reply), asserted, assertion_mismatch, timeout, "
           "request_hash, error} of the two critique calls (the second is stage recritique); kept is \"second\" "
-          "when its assertion names the gold label, else \"first\"; the entry's own critique fields are the kept "
-          "one's", required=False),
+          "when its assertion names the label the critic was shown, else \"first\"; the entry's own critique "
+          "fields are the kept one's", required=False),
+    # since critic modes (absent in older logs: the gold label was shown, nothing flipped, no verdict field)
+    Field("label", "string|null", "the label the critic was shown: the gold label, a flipped one (--critic noisy:R, "
+          "see label_flipped), or null: none (--critic self, outside the --label-budget)", analysis=True,
+          required=False),
+    Field("label_flipped", "boolean", "--critic noisy:R flipped this item's label (to another option, seeded) before "
+          "the critic saw it", analysis=True, required=False),
+    Field("verdict", "string|null", "a critic shown no label (self): its own verdict on the initial answer, right or "
+          "wrong; null when it was shown a label", analysis=True, required=False),
+    Field("believed", "string|null", "a critic shown no label (self): the answer it believes is correct (the option "
+          "its believed_answer names; null when none or when it was shown a label); EP_LABEL shows it as the label",
+          analysis=True, required=False),
+    Field("doubtful", "boolean", "critique deinflate --mode doubt: a verifier (or the random control) demoted the "
+          "entry; its correct_answer carries the doubtful mark (prompts/<set>/doubtful.j2); absent: not demoted",
+          analysis=True, required=False),
 )
 
 SEMANTIC = (
@@ -171,9 +224,12 @@ MANIFEST = (
     Field("finished", "string|null", "when it completed; null while running or after a crash"),
     Field("resumed", "string|null", "when it was last resumed; null if never"),
     Field("config", "object", "the run's settings (table config below)", analysis=True),
-    Field("probe", "object|null", "{name: suggestibility, attribution} or {name: consistency, repeats, split}; "
-          "null for a plain run", analysis=True),
-    Field("ablation", "object|null", "{name: k | parts | train_size, value}; null when none", analysis=True),
+    Field("probe", "object|null", "{name: suggestibility, attribution}, {name: consistency, repeats, split} or "
+          "{name: verify, verifier, source, source_run_id} (critique verify: source is the run checked), {name: deinflate, "
+          "mode, demote, verifier, seed, demoted, source, source_run_id, verify_run} (critique deinflate), {name: "
+          "overturn} (critique probe overturn); null for "
+          "a plain run", analysis=True),
+    Field("ablation", "object|null", "{name: k | parts | train_size | gate, value}; null when none", analysis=True),
     Field("dataset", "object", "the data (table dataset below)", analysis=True),
     Field("templates", "object", "template file name -> sha256 of every prompt template of the run's set "
           "(config.prompts)", analysis=True),
@@ -183,6 +239,10 @@ MANIFEST = (
           "it out)", required=False, analysis=True),
     Field("deployments", "array", "several endpoints: [{model, api_base}]", required=False),
     Field("routing_strategy", "string", "several endpoints: the router's strategy", required=False),
+    Field("ep_label", "string", "what EP_LABEL shows as each example's label: gold (the gold label), noisy (the "
+          "labels the critic was shown, a fraction flipped), believed (--critic self: the critic's believed answer; "
+          "there is no label), budget (the gold label for the --label-budget's items, the believed answer for the "
+          "others); absent in older logs: gold", analysis=True, required=False),
     Field("dropped_params", "object", "model -> the request parameters litellm drops for it because the provider "
           "does not support them as sent (drop_params; e.g. seed for anthropic, temperature 0 for o-series "
           "models), each deployment's model with several; [] when none; absent in older logs (not checked)",
@@ -219,8 +279,23 @@ CONFIG = (
     Field("prompts", "string", "the prompt set, a folder prompts/<set>/: paper or compact (absent: written before "
           "the setting existed, compact)", analysis=True, required=False),
     Field("on_mismatch", "string", "--on-mismatch: what enters episodic memory when a critique's assertion "
-          "does not name the gold label: keep (flagged, as the paper), drop (memory/dropped.jsonl) or recritique "
-          "(asked once more); absent in older logs: keep", analysis=True, required=False),
+          "does not name the label the critic was shown: keep (flagged, as the paper), drop "
+          "(memory/dropped.jsonl) or recritique (asked once more); absent in older logs: keep", analysis=True,
+          required=False),
+    Field("gate", "number|null", "--gate: only entries whose similarity to the question is at least this enter an "
+          "episodic prompt; a prompt left with none is the memory-free one (zero_shot's; SEM_CRIT's for "
+          "EP+SEM_CRIT); null (absent in older logs): no gate", analysis=True, required=False),
+    Field("inject_budget", "integer|null", "--inject-budget: at most this many tokens of episodic examples per "
+          "prompt, nearest first; null (absent in older logs): no limit", analysis=True, required=False),
+    Field("retrieval", "string", "--retrieval: nearest (the K nearest entries) or contrast (pairs of a right and "
+          "a wrong initial answer to similar questions); absent in older logs: nearest", analysis=True,
+          required=False),
+    Field("critic", "string", "--critic: what the critic saw of each train label: gold, noisy:R (a seeded fraction R "
+          "flipped; noisy:0 is written gold) or self (none); absent in older logs: gold", analysis=True,
+          required=False),
+    Field("label_budget", "number|null", "--label-budget (with --critic self): the nested seeded fraction of train "
+          "items whose gold label the critic saw; null: none (absent in older logs: null)", analysis=True,
+          required=False),
     Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "
           "reasoning model (the analysis also detects reasoning_tokens > 0)", analysis=True, required=False),
 )

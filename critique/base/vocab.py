@@ -29,6 +29,11 @@ CRITIQUE = "critique"
 RECRITIQUE = "recritique"  # a second critique call (--on-mismatch recritique)
 SUMMARY = "summary"
 PROBE = "probe"
+CREDIT = "credit"  # the deletion test's calls (critique.experiments.credit)
+CREDIT_NULL = "credit_null"  # its null control: identical prompts asked again, never from a cache
+CREDIT_PRUNE = "credit_prune"  # held-out questions answered with a memory pruned by credit
+# The credit test's strategies: the whole prompt, the prompt without one entry (without:ENTRY_ID), the null control.
+CREDIT_FULL, CREDIT_WITHOUT, CREDIT_REPEAT = "full", "without:", "null"
 
 SUGGESTIBILITY = "suggestibility"
 TRUTH = "truth"
@@ -39,7 +44,24 @@ PREFERENCE = "preference"
 # Ablation name -> the table that shows it (SPEC section 5, tables 6-8).
 ABLATIONS = {"train_size": "table6", "parts": "table7", "k": "table8"}
 # The values each ablation sweeps unless told otherwise (SPEC section 4).
-ABLATION_VALUES = {"k": [1, 3, 5, 10], "train_size": [0.25, 0.5, 0.75, 1.0], "parts": ["local", "global", "full"]}
+ABLATION_VALUES = {"k": [1, 3, 5, 10], "train_size": [0.25, 0.5, 0.75, 1.0], "parts": ["local", "global", "full"],
+                   "gate": [0.3, 0.5, 0.7]}
+# The retrieval gate's sweep (MEMORY.md section 4; not a table of the paper): its own table, the gate table.
+GATE = "gate"
+# Answer-free checks of memory entries (critique verify; critique.experiments.verify): reorder asks an entry's
+# question again with its options permuted.
+REORDER = "reorder"
+# sample:N asks the entry's question N times more (temperature > 0, never from a cache); judge:MODEL asks another
+# model, without the label, whether the entry's answer is right.
+SAMPLE = "sample"
+JUDGE = "judge"
+VERIFIERS = (REORDER, SAMPLE, JUDGE)
+# De-inflation (critique deinflate; critique.experiments.deinflate): the entries a verifier flagged are demoted,
+# marked doubtful or dropped; the budget-matched control demotes as many at random.
+DEINFLATE = "deinflate"
+DEMOTIONS = ("doubt", "drop")
+# The overturn probe (critique probe overturn): a false critique alone, then with a true one, both orders.
+OVERTURN = "overturn"
 
 
 def canonical_strategy(name: str) -> str:

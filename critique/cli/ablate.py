@@ -1,4 +1,4 @@
-"""`critique ablate k|train-size|parts`: one run directory per value."""
+"""`critique ablate k|train-size|parts|gate`: one run directory per value."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from critique.cli.options import config_from_args
 
 def register(sub) -> None:
     listed = lambda name: ",".join(str(v) for v in DEFAULT_VALUES[name])  # noqa: E731
-    ablate = sub.add_parser("ablate", help="K, train-size and critique-parts ablations (one run directory per value)")
+    ablate = sub.add_parser("ablate", help="K, train-size, critique-parts and retrieval-gate ablations (one run "
+                                           "directory per value)")
     kinds = ablate.add_subparsers(dest="ablation", required=True)
     out_help = "parent folder of the run directories (default runs/); each is <dataset>__<model>__<ablation>-<value>"
     k = kinds.add_parser("k", help="EP_CRIT with K retrieved examples")
@@ -32,6 +33,14 @@ def register(sub) -> None:
     p.add_argument("--values", default=listed("parts"), help="comma-separated parts (default %(default)s)")
     p.add_argument("--k", type=int, default=RunConfig.k)
     p.set_defaults(func=main, parts=RunConfig.parts)
+    g = kinds.add_parser("gate", help="zero_shot and EP_CRIT with only the retrieved entries whose similarity to the "
+                                      "question is at least T (--retrieval, --inject-budget apply too)")
+    add_experiment_options(g, out_help)
+    g.add_argument("--values", default=listed("gate"),
+                   help="comma-separated thresholds T in [-1, 1] (default %(default)s)")
+    g.add_argument("--k", type=int, default=RunConfig.k)
+    g.add_argument("--parts", choices=PARTS, default=RunConfig.parts)
+    g.set_defaults(func=main)
 
 
 def main(args) -> int:
@@ -39,6 +48,8 @@ def main(args) -> int:
     from critique.base.errors import UserError
 
     name = ablations.CLI_NAMES[args.ablation]
+    if getattr(args, "gate", None) is not None and name == "gate":
+        raise UserError("critique ablate gate sets the gate itself: give the thresholds with --values, not --gate")
     try:
         values = ablations.parse_values(name, args.values)
     except ValueError as exc:

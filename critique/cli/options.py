@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from critique.base.config import BOUNDS, EFFORTS, ON_MISMATCH, PROMPT_SETS, RunConfig, bound_problem
+from critique.base.config import (BOUNDS, EFFORTS, ON_MISMATCH, PROMPT_SETS, RETRIEVALS, RunConfig, bound_problem,
+                                  canonical_critic)
 from critique.base.errors import UserError
 from critique.base.vocab import PARTS, STRATEGIES
 
@@ -19,6 +20,14 @@ RUN_OPTIONS = (
     ("--prompts", "prompts", {"choices": PROMPT_SETS, "help": "prompt set, a folder prompts/<set>/ (default "
                                                    "%(default)s): paper, the study's prompts, or compact, shaped for "
                                                    "prompt-prefix reuse (the embedded demo uses it)"}),
+    ("--gate", "gate", {"type": float, "metavar": "T", "help": "inject only retrieved entries whose similarity to "
+                        "the question (cosine, in [-1, 1]) is at least T; a prompt left with none is the memory-free "
+                        "one (zero_shot's; SEM_CRIT's for EP+SEM_CRIT) (default: no gate)"}),
+    ("--inject-budget", "inject_budget", {"type": int, "metavar": "N", "help": "at most N tokens of episodic "
+                                          "examples per prompt, nearest first (default: no limit)"}),
+    ("--retrieval", "retrieval", {"choices": RETRIEVALS, "help": "nearest: the K nearest entries (default); "
+                                  "contrast: pairs of similar examples, one whose initial answer was right and one "
+                                  "wrong, each with its critique"}),
     ("--limit", "limit", {"type": int, "help": "first N train and N test items (per user for preference data)"}),
     ("--concurrency", "concurrency", {"type": int, "help": "calls in flight (default %(default)s)"}),
     ("--seed", "seed", {"type": int}),
@@ -29,6 +38,11 @@ RUN_OPTIONS = (
     ("--on-mismatch", "on_mismatch", {"choices": ON_MISMATCH, "help": "a critique whose assertion does not name the "
                                       "gold label: keep it in memory, flagged (default %(default)s, as the paper), "
                                       "drop it, or recritique (ask the critic once more; both are logged)"}),
+    ("--critic", "critic", {"help": "what the critic sees of each train label: gold (default, the study), noisy:R "
+                            "(a seeded fraction R of the labels flipped first; noisy:0 is gold) or self (no label: "
+                            "the critic judges the answer itself)"}),
+    ("--label-budget", "label_budget", {"type": float, "help": "with --critic self: the gold label for a nested "
+                                        "seeded fraction F in (0, 1] of the train items, none for the rest"}),
     ("--api-base", "api_base", {"help": "endpoint of a served model (vLLM, Ollama, a proxy)"}),
     ("--endpoint-id", "endpoint_id", {"help": "the name this endpoint's responses are cached under (default: the "
                                               "--api-base URL); give identical servers one name to share their cache"}),
@@ -78,4 +92,10 @@ def config_from_args(args, **fixed) -> RunConfig:
         problem = bound_problem(field, values.get(field))
         if problem:
             raise UserError(f"{FLAGS[field]} {problem}")
+    if "critic" in values or "label_budget" in values:
+        try:
+            values["critic"], values["label_budget"] = canonical_critic(values.get("critic", RunConfig.critic),
+                                                                        values.get("label_budget"))
+        except ValueError as exc:
+            raise UserError(f"--critic/--label-budget: {exc}") from None
     return RunConfig(**values, use_cache=not getattr(args, "no_cache", False))

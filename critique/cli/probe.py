@@ -1,4 +1,4 @@
-"""`critique probe suggestibility|consistency`: one run directory each."""
+"""`critique probe suggestibility|consistency|overturn`: one run directory each."""
 
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ def register(sub) -> None:
     c.add_argument("--repeats", type=int, default=5, help="times each item is asked (default 5, at least 2)")
     c.add_argument("--split", choices=["test", "train"], default="test")
     c.set_defaults(func=main)
+    o = kinds.add_parser("overturn", help="a false critique alone, then with a true one in both orders, plain and "
+                                          "with provenance: how often the true note wins")
+    add_experiment_options(o, "run directory (default runs/<dataset>__<model>__overturn)")
+    o.set_defaults(func=main)
 
 
 def main(args) -> int:
@@ -40,6 +44,8 @@ def main(args) -> int:
     from critique.runner import execute_run, run_name
 
     config = config_from_args(args, strategies="zero_shot")
+    if args.probe == "overturn":
+        return overturn_main(args, config)
     if args.probe == "suggestibility":
         try:
             probe = probes.suggestibility_probe(probes.parse_attribution(args.attribution))
@@ -62,4 +68,33 @@ def main(args) -> int:
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
     from critique.engine.scores import report_errors
 
+    return report_errors([out])
+
+
+def overturn_main(args, config) -> int:
+    import sys
+
+    from critique.datasets.registry import resolve
+    from critique.engine.scores import report_errors
+    from critique.experiments import overturn, probes, reuse
+    from critique.runner import execute_run, run_name
+
+    probe = overturn.overturn_probe()
+    config = probes.probe_config(config, probe)
+    out = Path(args.out) if args.out else Path("runs") / run_name(config, "overturn")
+    checksum = resolve(config.dataset, config.data_dir).checksum
+    pool = reuse.matching_calls(reuse.default_places(config, out.parent, args.reuse), config.model, checksum,
+                                exclude=out)
+
+    def say_cost(run) -> None:
+        print(f"critique: cost: at most {overturn.cost(run)} calls (per test item still to do: its zero-shot answer, "
+              f"2 critiques, {len(overturn.CONDITIONS)} answers); requests a suggestibility run of the same model "
+              "and data or the response cache already answered are not made again", file=sys.stderr)
+
+    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=overturn.overturn, setup=say_cost,
+                             progress=not args.quiet)
+    from critique.analysis import overturn as table
+
+    print(table.text(out))
+    print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
     return report_errors([out])

@@ -22,7 +22,28 @@ def main(args) -> int:
 
     config = config_from_args(args)
     out = Path(args.out) if args.out else default_out(config)
-    outcome, _ = execute_run(config, out, progress=not args.quiet)
+    outcome, _ = execute_run(config, out, progress=not args.quiet, setup=say_cost)
     errors = print_table(out)
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
     return report_errors([out], errors)
+
+
+def say_cost(run) -> None:
+    """The run's cost in calls, on stderr before its first call: what is still to do (a resumed run's logged
+    work is not redone; the response cache may answer some of it). An upper bound: every critique and summary
+    is counted (the train stage always critiques and summarises; those already logged are not asked again)."""
+    import sys
+
+    from critique.base.vocab import RECRITIQUE
+    from critique.engine.pipeline import pkey
+
+    train, test = run.dataset.train, run.dataset.test
+    initial = sum(pkey("train_predict", None, item.user, item.id) not in run.predictions for item in train)
+    answers = sum(pkey("test", name, item.user, item.id) not in run.predictions
+                  for name in run.config.strategies for item in test)
+    pools = len({item.user for item in train})
+    more = f" (+ up to {len(train)} recritiques)" if run.config.on_mismatch == RECRITIQUE else ""
+    print(f"critique: cost: at most {initial} initial answers + {len(train)} critiques{more} + {pools} summar"
+          f"{'y' if pools == 1 else 'ies'} (more when a pool's critiques are summarised in chunks) + {answers} test "
+          f"answers = {initial + len(train) + pools + answers} calls; those already in {run.out}/calls.jsonl are "
+          "not made again", file=sys.stderr)

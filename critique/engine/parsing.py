@@ -111,12 +111,63 @@ SUMMARY_SCHEMA = {
 }
 
 
+def cite_schema(answer_schema: dict, examples: int) -> dict:
+    """``answer_schema`` that also asks which of the prompt's ``examples`` (numbered from 1) the answer used:
+    ``used_examples``, a list of their numbers (critique credit --cite)."""
+    used = {"type": "array", "maxItems": max(1, examples), "items": {"type": "integer"}}  # range: parse_cited
+    schema = {**answer_schema, "properties": {**answer_schema["properties"], "used_examples": used}}
+    return {**schema, "required": [*answer_schema.get("required", []), "used_examples"]}
+
+
+def parse_cited(text: str | None, examples: int) -> list[int] | None:
+    """The example numbers (1..``examples``) a --cite reply says it used, in order and without repeats;
+    None when the reply has no valid ``used_examples`` list (not a citation of none)."""
+    obj = _json_object(text or "")
+    used = obj.get("used_examples") if obj is not None else None
+    if not isinstance(used, list):
+        return None
+    numbers = [n for n in used if isinstance(n, int) and not isinstance(n, bool)]
+    if len(numbers) != len(used) or any(not 1 <= n <= examples for n in numbers):
+        return None
+    return list(dict.fromkeys(numbers))
+
+
 def parse_critique(text: str | None) -> dict | None:
     """The three critique fields as strings, or None when the reply is not such an object."""
     obj = _json_object(text or "")
     if obj is None or not all(isinstance(obj.get(k), str) for k in CRITIQUE_KEYS):
         return None
     return {k: obj[k].strip() for k in CRITIQUE_KEYS}
+
+
+# The self critic (--critic self, no label): its verdict on the answer and the answer it believes,
+# before the critique's three fields (critique.engine.memory.critic).
+VERDICTS = ("right", "wrong")
+SELF_KEYS = ("verdict", "believed_answer")
+
+
+def self_critique_schema(answer_space: list[str]) -> dict:
+    """The self critic's reply: verdict, believed answer (an option), then the three critique fields."""
+    return {"type": "object",
+            "properties": {"verdict": {"type": "string", "enum": list(VERDICTS)},
+                           "believed_answer": {"type": "string", "enum": list(answer_space)},
+                           **CRITIQUE_SCHEMA["properties"]},
+            "required": [*SELF_KEYS, *CRITIQUE_KEYS], "additionalProperties": False}
+
+
+def parse_self_critique(text: str | None, answer_space: list[str]) -> tuple[dict, str, str | None] | None:
+    """(the three critique fields, the verdict "right" or "wrong", the believed option or None when it
+    names none) of a self critic's reply; None when the reply has no verdict or no critique."""
+    critique = parse_critique(text)
+    obj = _json_object(text or "")
+    verdict = obj.get("verdict") if obj is not None else None
+    verdict = verdict.strip().lower() if isinstance(verdict, str) else None
+    if critique is None or verdict not in VERDICTS:
+        return None
+    believed = obj.get("believed_answer")
+    believed = _normalise(str(believed), answer_space) if isinstance(believed, (str, int)) \
+        and not isinstance(believed, bool) else None
+    return critique, verdict, believed
 
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")

@@ -16,18 +16,17 @@ import uuid
 from dataclasses import asdict
 from pathlib import Path
 
-from critique.engine import agents, parsing, prompts
+from critique.engine import agents, parsing, performance, prompts
 from critique.base import records
 from critique.base import rundir
 from critique.datasets.splits import Dataset, Item
 from critique.llm import context
 from critique.llm.client import LLM, LLMResult
-from critique.engine.memory import critic, semantic
-from critique.base.config import IDENTITY, RunConfig, manifest_value
-from critique.base.errors import RunError
-from critique.base.vocab import EP_LABEL
+from critique.engine.memory import critic, selection, semantic
+from critique.base.config import IDENTITY, RunConfig, canonical_critic, manifest_value
+from critique.base.errors import RunError, UserError
 from critique.engine.memory.episodic import EpisodicMemory, entry_id, pool_of  # noqa: F401  (entry_id: re-exported)
-from critique.engine.strategies import PREFIX_ORDER, STRATEGIES
+from critique.engine.strategies import PREFIX_ORDER
 
 
 def pkey(stage: str, strategy: str | None, user: str | None, item_id: str) -> tuple:
@@ -48,6 +47,11 @@ class Run:
             dataset = replace(dataset, train=train_subset(dataset.train, config.train_fraction, config.seed))
         # the effort the manifest records: a reasoning model's default is resolved (as llm_config does)
         config = replace(config, reasoning_effort=run_effort(config.model, config.reasoning_effort))
+        try:  # the critic in its one written form: noisy:0 is gold (the same run)
+            critic_mode, budget = canonical_critic(config.critic, config.label_budget)
+        except ValueError as exc:
+            raise UserError(f"critic: {exc}") from None
+        config = replace(config, critic=critic_mode, label_budget=budget)
         self.out, self.config, self.dataset, self.llm, self.encoder = Path(out), config, dataset, llm, encoder
         self.probe, self.ablation, self.progress = probe, ablation, progress
         self.learner = learner  # critique.Learner's work: a new run directory is marked as not a study run
@@ -61,6 +65,7 @@ class Run:
         # stages whose calls are an independent trial: never answered by a matching run (reuse) nor by the
         # response cache, only by this run's own log (resume); the parts ablation's test stage
         self.fresh_stages: frozenset[str] = frozenset()
+        self._pending: dict[str, list] = {}  # request hash -> [the call of that request in flight, its callers]
 
     # ---- run directory -------------------------------------------------------------
     def open(self) -> None:
@@ -86,7 +91,8 @@ class Run:
             self._check_same_run(old)
         for name in (rundir.CALLS, rundir.PREDICTIONS):
             rundir.repair_tail(self.out / name)
-        self.logged = {r["request_hash"]: r for r in rundir.read_jsonl(self.out / rundir.CALLS) if not r.get("error")}
+        calls = rundir.read_jsonl(self.out / rundir.CALLS)  # the first reply of each request (not a fresh repeat)
+        self.logged = {r["request_hash"]: r for r in reversed(calls) if not r.get("error")}
         self.predictions = {pkey(r["stage"], r["strategy"], r.get("user"), r["item_id"]): r
                             for r in rundir.read_jsonl(self.out / rundir.PREDICTIONS) if not r.get("error")}
         self.run_id = old["run_id"] if old else uuid.uuid4().hex[:12]
@@ -136,6 +142,7 @@ class Run:
             "learner": bool(old.get("learner")) if old else self.learner,
             "local_model": self.llm.local,  # the embedded model's weights and bounds; None for other models
             "dropped_params": self._dropped_params(),
+            "ep_label": critic.ep_label_shows(self.config.critic, self.config.label_budget),
         })
 
     def _dropped_params(self) -> dict[str, list[str]]:
@@ -159,6 +166,25 @@ class Run:
         key = self.llm.request_hash(self.llm.request(prompt.messages, schema, name))
         if key in self.logged and not fresh:
             return _logged_result(self.logged[key])
+        sending = self._send(key, stage, strategy, item_id, user, prompt, schema, name, fresh, extra)
+        if fresh:
+            return await sending
+        if key in self._pending:  # the same request in flight (a gated-empty prompt is zero_shot's): its answer, as
+            sending.close()  # when logged: no second call, no second record (its record: the first caller's strategy)
+        else:
+            self._pending[key] = [asyncio.ensure_future(sending), 0]  # the call in flight, and its callers
+            self._pending[key][0].add_done_callback(lambda _: self._pending.pop(key, None))
+        pending = self._pending[key]
+        pending[1] += 1
+        try:  # shielded: a caller cancelled does not cancel the call for the others (a Stopped in it reaches all)
+            return await asyncio.shield(pending[0])
+        finally:  # once no caller awaits it, the call is cancelled: a stopped run leaves no call running
+            pending[1] -= 1
+            if not pending[1]:
+                pending[0].cancel()  # nothing when it is done
+
+    async def _send(self, key: str, stage: str, strategy: str | None, item_id: str | None, user: str | None,
+                    prompt: agents.Prompt, schema: dict, name: str, fresh: bool, extra: dict | None) -> LLMResult:
         independent = fresh or stage in self.fresh_stages
         if key in self.reuse and not independent and not self.llm.overflows(prompt.messages):
             result = _logged_result(self.reuse[key], latency_s=0.0, cached=True, retries=0)  # logged as cached
@@ -170,7 +196,7 @@ class Run:
             response=result.text, template=prompt.template, template_hash=prompt.template_hash,
             messages=prompt.messages, time=_now(), probe=self.probe, ablation=self.ablation, **(extra or {}))
         rundir.append_jsonl(self.out / rundir.CALLS, record)
-        if result.error is None:
+        if result.error is None and not fresh:  # a fresh reply never answers another request of that hash
             self.logged[key] = record
         return result
 
@@ -179,6 +205,7 @@ class Run:
         record = records.make(
             "prediction", **{"run_id": self.run_id, "stage": stage, "strategy": strategy, "item_id": item.id,
                              "user": item.user, "context_overflow": False, **outcome, "retrieved": retrieved,
+                             "retrieved_scores": None if retrieved else [],  # the caller gives them (extra)
                              "request_hash": result.request_hash if result else None,
                              "prompt_tokens": result.prompt_tokens if result else 0,
                              "completion_tokens": result.completion_tokens if result else 0,
@@ -253,28 +280,35 @@ class Run:
 
     async def critiques(self) -> None:
         """Episodic memory from the critique stage (critique.engine.memory.critic: the strict assertion
-        check and --on-mismatch), and the label pool of EP_LABEL: every train item with its gold label,
-        whether or not its critique parsed or entered memory (the label baseline never depends on the
-        critic). Both share one encoding of the train questions."""
+        check, --on-mismatch, --critic), and the label pool of EP_LABEL: every train item with its label,
+        whether or not its critique parsed or entered memory (with a gold critic the label baseline never
+        depends on the critic; with a self critic the label is the critic's believed answer). Both share
+        one encoding of the train questions."""
         entries = await critic.critiques(self)
         train = self.dataset.train
         vectors = self.encoder.encode([i.question for i in train])
         row = {entry_id(item): n for n, item in enumerate(train)}
         self.memory = EpisodicMemory(entries, vectors[[row[e["id"]] for e in entries]])
         self.memory.save(self.out / rundir.MEMORY)
-        self.labels = EpisodicMemory([self.label_entry(i) for i in train], vectors)
+        self.labels = self._label_pool(vectors)
 
-    def label_entry(self, item: Item) -> dict:
-        """A train item as EP_LABEL shows it: question, initial answer, gold label."""
+    def label_entry(self, item: Item, label: str | None = None) -> dict:
+        """A train item as EP_LABEL shows it: question, initial answer, its label (default: the gold)."""
         return {"id": entry_id(item), "item_id": item.id, "user": item.user, "question": item.question,
-                "initial_answer": self.initial_answer(item) or agents.NO_ANSWER, "gold": item.answer}
+                "initial_answer": self.initial_answer(item) or agents.NO_ANSWER,
+                "gold": item.answer if label is None else label}
+
+    def _label_pool(self, vectors) -> EpisodicMemory:
+        """EP_LABEL's pool: the train items that have a label to show (critic.ep_labels), with it."""
+        shown = critic.ep_labels(self, self.memory.entries if self.memory is not None else [])
+        keep = [n for n, item in enumerate(self.dataset.train) if entry_id(item) in shown]
+        return EpisodicMemory([self.label_entry(self.dataset.train[n], shown[entry_id(self.dataset.train[n])])
+                               for n in keep], vectors[keep])
 
     def label_memory(self) -> EpisodicMemory:
         """The label pool (made here when the critique stage did not run in this process: a Learner)."""
         if self.labels is None:
-            train = self.dataset.train
-            self.labels = EpisodicMemory([self.label_entry(i) for i in train],
-                                         self.encoder.encode([i.question for i in train]))
+            self.labels = self._label_pool(self.encoder.encode([i.question for i in self.dataset.train]))
         return self.labels
 
     async def summaries(self) -> None:
@@ -317,20 +351,10 @@ class Run:
                         f"test ({', '.join(order)})")
 
     def performance_prompt(self, name: str, item: Item, vector, exclude: str | None = None):
-        """The prompt of strategy `name` for `item` (whose question encodes to `vector`) and the
-        episodic entries retrieved into it (never the entry `exclude`); None when the strategy
-        needs the semantic memory of the item's pool and there is none."""
-        strategy = STRATEGIES[name]
-        pool = self.label_memory() if name == EP_LABEL else self.memory
-        examples = pool.retrieve(vector, item.user, self.config.k, exclude) if strategy.episodic else []
-        advice = None
-        if strategy.semantic:
-            advice = (self.semantic.get(pool_of(item.user)) or {}).get("advice")
-            if not advice:
-                return None
-        prompt = agents.performance_prompt(strategy.template, self.task, item, self.space, examples, advice,
-                                           self.config.parts)
-        return prompt, examples
+        """(prompt, entries) of strategy `name` for `item` (whose question encodes to `vector`), never
+        showing the entry `exclude`; None when the strategy needs the semantic memory of the item's
+        pool and there is none. See critique.engine.performance (the entries: a Retrieved, with scores)."""
+        return performance.performance_prompt(self, name, item, vector, exclude)
 
     async def _test_one(self, name: str, item: Item, vector) -> None:
         found = self.performance_prompt(name, item, vector, item.id)
@@ -341,7 +365,8 @@ class Run:
             self.record_prediction("test", name, item, None, outcome, [])
             return
         prompt, examples = found
-        await self.answer("test", name, item, prompt, seed=(name,), retrieved=[e["id"] for e in examples])
+        await self.answer("test", name, item, prompt, seed=(name,), retrieved=[e["id"] for e in examples],
+                          extra=selection.logged(examples))
 
     async def execute(self) -> None:
         await self.train_stage()

@@ -1,4 +1,5 @@
-"""Ablations (SPEC section 4): K, train size, critique parts.
+"""Ablations (SPEC section 4): K, train size, critique parts; and the retrieval gate (shared/MEMORY.md
+section 4).
 
 Each value of an ablation is an ordinary run directory (same contract as `critique run`)
 with the ablated config field set (``k``, ``train_fraction`` or ``parts``) and
@@ -7,6 +8,15 @@ with the ablated config field set (``k``, ``train_fraction`` or ``parts``) and
     <parent>/<dataset>__<model>__k-3/              config.k = 3, strategies [EP_CRIT]
     <parent>/<dataset>__<model>__train_size-0.5/   config.train_fraction = 0.5, [EP_CRIT, EP+SEM_CRIT]
     <parent>/<dataset>__<model>__parts-local/      config.parts = "local", [EP_CRIT]
+    <parent>/<dataset>__<model>__gate-0.5/         config.gate = 0.5, [zero_shot, EP_CRIT]
+
+The gate sweep runs zero_shot beside EP_CRIT: the memory-off arm its table (critique.analysis.gate)
+compares with, in the same run directory. Its requests are the plain run's zero_shot requests (the
+gate does not change them), and an EP_CRIT prompt the gate leaves empty is that very request, so
+neither costs a call once any run of the sweep (or the plain run) has made it. EP+SEM_CRIT is not
+swept: its gated-empty prompt is SEM_CRIT's (the advice stays), so its memory-off arm would be SEM_CRIT
+and two more strategies' test calls per value would be paid (`critique run --gate T --strategies
+SEM_CRIT,EP+SEM_CRIT` runs it).
 
 Nothing is paid twice. Every run executes its own train stage, but a request already
 answered in a matching run directory (same model and data: the one-run directory
@@ -26,6 +36,7 @@ run's own log still answers them when it resumes). Its train stage is reused as 
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,9 +52,10 @@ OFFLINE = (TRAIN, CRITIQUE, RECRITIQUE, SUMMARY)  # the train stage's calls
 # ablation -> stages whose calls each run makes itself (an independent trial; see the module's doc)
 INDEPENDENT = {"parts": frozenset({TEST})}
 
-NAMES = ("k", "train_size", "parts")
-CLI_NAMES = {"k": "k", "train-size": "train_size", "parts": "parts"}
-STRATEGIES = {"k": ["EP_CRIT"], "parts": ["EP_CRIT"], "train_size": ["EP_CRIT", "EP+SEM_CRIT"]}
+NAMES = ("k", "train_size", "parts", "gate")
+CLI_NAMES = {"k": "k", "train-size": "train_size", "parts": "parts", "gate": "gate"}
+STRATEGIES = {"k": ["EP_CRIT"], "parts": ["EP_CRIT"], "train_size": ["EP_CRIT", "EP+SEM_CRIT"],
+              "gate": ["zero_shot", "EP_CRIT"]}
 DEFAULT_VALUES = ABLATION_VALUES
 
 
@@ -69,6 +81,14 @@ def parse_values(name: str, text: str | list) -> list:
             if isinstance(v, bool) or not 0 < f <= 1:
                 raise ValueError(f"ablation train_size: fractions must be in (0, 1], not {v!r}")
             values.append(f)
+        elif name == "gate":
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                f = math.nan
+            if isinstance(v, bool) or not -1 <= f <= 1:
+                raise ValueError(f"ablation gate: thresholds must be similarities in [-1, 1], not {v!r}")
+            values.append(f)
         elif name == "parts":
             if v not in PARTS:
                 raise ValueError(f"ablation parts: values must be among {', '.join(PARTS)}, not {v!r}")
@@ -86,6 +106,8 @@ def config_for(base, name: str, value):
         return replace(base, strategies=list(STRATEGIES[name]), parts=str(value))
     if name == "train_size":
         return replace(base, strategies=list(STRATEGIES[name]), train_fraction=float(value))
+    if name == "gate":
+        return replace(base, strategies=list(STRATEGIES[name]), gate=float(value))
     raise ValueError(f"unknown ablation {name!r}")
 
 

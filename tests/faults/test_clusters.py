@@ -172,10 +172,12 @@ def test_a_killed_loky_study_leaves_no_worker_calling(tmp_path, env, server):
     wait_for(lambda: sum(server.seen.values()) >= 10, "10 calls", proc)
     workers = descendants(proc.pid)
     assert workers
+    server.gate(answer=0)  # the calls sent from now on wait: the cells cannot finish before the kill lands
     proc.kill()
     proc.wait()
     wait_for(lambda: not any(alive(p) for p in workers), "the workers exited")  # no orphan left
-    wait_for(lambda: server.in_flight == 0, "the calls in flight ended")
+    wait_for(lambda: server.in_flight == 0 and server.holding() == 0, "the calls in flight ended")
+    server.open()
     assert sum(server.seen.values()) < len(MODELS) * PER_CELL
 
 

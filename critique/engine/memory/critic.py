@@ -1,5 +1,5 @@
-"""The critique stage: the critic critiques each train item's initial answer against its gold label,
-and each parsed critique becomes an episodic memory entry.
+"""The critique stage: the critic critiques each train item's initial answer against its label (the gold
+label, unless ``--critic`` says otherwise: below), and each parsed critique becomes an episodic memory entry.
 
 The assertion check is strict (critique.base.assertion.asserted_option): an entry records the option
 its ``correct_answer`` names as the answer (``asserted``, null when it names none) and
@@ -13,15 +13,32 @@ the run's ``on_mismatch`` (``--on-mismatch``):
   its assertion names the gold label, else the first (flagged, as ``keep``); its ``recritique``
   field holds both critiques and which was kept.
 
-A critique that does not parse (or whose call failed) makes no entry, whatever ``on_mismatch``; the
-label baseline EP_LABEL does not depend on the critic at all (critique.engine.pipeline).
+A critique that does not parse (or whose call failed) makes no entry, whatever ``on_mismatch``.
+
+What the critic is shown of the label is the run's ``critic`` (``--critic``; ``shown_labels``):
+
+- ``gold`` (default, the study): the gold label.
+- ``noisy:R``: the gold label, but for a seeded round(R * n) of the n train items (ranked by the run's
+  seed, user and item id) a seeded other option of the answer space; the entry says which
+  (``label_flipped``), and the assertion check and ``--on-mismatch`` hold the critic to the label it was
+  shown. ``noisy:0`` is ``gold`` (critique.base.config.canonical_critic): the same run.
+- ``self``: no label. The critic gets ``critic_self.j2`` (the question and the answer only) and states its
+  own ``verdict`` (right or wrong) and the answer it believes (``believed``); there is nothing to hold its
+  assertion to (``assertion_mismatch`` null, every parsed critique enters memory). With ``--label-budget
+  F`` the items of a nested seeded fraction F (critique.datasets.subsets.train_subset) get the gold label
+  as with ``gold``.
+
+The gold label stays in each entry (``gold``) for measuring only: no prompt shows it unless the critic is
+shown it. EP_LABEL shows the labels the run has (``ep_labels``): the shown label, else the believed answer.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sys
 
 from critique.base import records, rundir
+from critique.base.config import noise_rate
 from critique.base.vocab import RECRITIQUE  # the stage of the second critique call
 from critique.engine import agents, parsing
 from critique.engine.memory.episodic import entry_id
@@ -45,28 +62,106 @@ def retry_prompt(task, first: agents.Prompt, reply: str, gold: str, asserted: st
                          [*first.messages, {"role": "assistant", "content": reply or ""}, *follow.messages])
 
 
-async def critique_item(run, item) -> tuple[dict | None, bool]:
-    """(the item's entry, or None when no critique parsed; whether it enters memory)."""
-    answer = run.initial_answer(item)
-    prompt = agents.critic_prompt(run.task, item, answer, item.answer)
-    result = await run.call("critique", None, item.id, item.user, prompt, parsing.CRITIQUE_SCHEMA, "critique")
-    first = _part(result, run.space, item.answer)
-    if first["critique"] is None:
-        return None, False
-    kept, extra = first, {}
-    if first["assertion_mismatch"] and run.config.on_mismatch == RECRITIQUE:
-        again = retry_prompt(run.task, prompt, result.text, item.answer, first["asserted"], run.space)
-        second = _part(await run.call(RECRITIQUE, None, item.id, item.user, again, parsing.CRITIQUE_SCHEMA,
-                                      "critique"), run.space, item.answer)
-        agreed = second["critique"] is not None and not second["assertion_mismatch"]
-        kept = second if agreed else first
-        extra = {"recritique": {"first": first, "second": second, "kept": "second" if agreed else "first"}}
-    entry = records.make("memory_entry", **{
+def _rank(seed: int, user: str | None, item_id: str) -> str:
+    return hashlib.sha256(f"{seed}\0noisy\0{user or ''}\0{item_id}".encode()).hexdigest()
+
+
+def flipped_ids(items: list, rate: float, seed: int) -> set[str]:
+    """Entry ids of the round(rate * n) items (round half up) first in the seeded order of (seed, user, id)."""
+    ordered = sorted(items, key=lambda i: _rank(seed, i.user, i.id))
+    return {entry_id(i) for i in ordered[:int(rate * len(items) + 0.5)]}
+
+
+def shown_labels(items: list, critic: str, label_budget: float | None, seed: int,
+                 space: list[str]) -> dict[str, dict]:
+    """Entry id -> {label: what the critic is shown (None: no label), flipped: a noisy critic flipped it},
+    for a canonical ``critic`` (critique.base.config.canonical_critic)."""
+    from critique.datasets.subsets import train_subset
+
+    if critic == "self":
+        labelled = {entry_id(i) for i in train_subset(items, label_budget, seed)} if label_budget else set()
+        return {entry_id(i): {"label": i.answer if entry_id(i) in labelled else None, "flipped": False}
+                for i in items}
+    flipped = flipped_ids(items, noise_rate(critic), seed)
+    return {entry_id(i): {"label": parsing.wrong_answer(i.answer, space, "noisy", seed, i.user or "", i.id)
+                          if entry_id(i) in flipped else i.answer, "flipped": entry_id(i) in flipped}
+            for i in items}
+
+
+def ep_label_shows(critic: str, label_budget: float | None) -> str:
+    """The manifest's ``ep_label``: what EP_LABEL shows as the label (critique.base.records)."""
+    if critic == "self":
+        return "budget" if label_budget else "believed"
+    return "noisy" if critic.startswith("noisy:") else "gold"
+
+
+def ep_labels(run, entries: list[dict]) -> dict[str, str]:
+    """Entry id -> the label EP_LABEL shows for each train item that has one: the label the critic was
+    shown, else (self) the answer the critic believes; an item with neither is left out of EP_LABEL."""
+    shown = shown_labels(run.dataset.train, run.config.critic, run.config.label_budget, run.config.seed, run.space)
+    believed = {e["id"]: e.get("believed") for e in entries}
+    out = {}
+    for key, seen in shown.items():
+        label = seen["label"] if seen["label"] is not None else believed.get(key)
+        if label is not None:
+            out[key] = label
+    return out
+
+
+def self_prompt(task, item, answer: str | None, space: list[str]) -> agents.Prompt:
+    """The self critic's request: the question and the initial answer; no label."""
+    return agents.prompt("critic_self.j2", task=task, question=item.question, answer=answer or agents.NO_ANSWER,
+                         answer_space=space)
+
+
+def _entry(run, item, answer, prompt, kept: dict, seen: dict, **more) -> dict:
+    return records.make("memory_entry", **{
         "id": entry_id(item), "item_id": item.id, "user": item.user, "question": item.question,
         "initial_answer": answer or agents.NO_ANSWER, "gold": item.answer, "critique": kept["critique"],
         "asserted": kept["asserted"], "assertion_mismatch": kept["assertion_mismatch"], "timeout": kept["timeout"],
         "model": run.config.model, "template_hash": prompt.template_hash, "run_id": run.run_id,
-        "request_hash": kept["request_hash"], **extra})
+        "request_hash": kept["request_hash"], "label": seen["label"], "label_flipped": seen["flipped"],
+        "verdict": None, "believed": None, **more})
+
+
+async def self_critique(run, item, seen: dict) -> dict | None:
+    """A critique without a label: the entry (its verdict and believed answer), or None when none parsed."""
+    answer = run.initial_answer(item)
+    prompt = self_prompt(run.task, item, answer, run.space)
+    result = await run.call("critique", None, item.id, item.user, prompt, parsing.self_critique_schema(run.space),
+                            "critique")
+    judged = parsing.parse_self_critique(result.text, run.space) if result.error is None else None
+    if judged is None:
+        return None
+    critique, verdict, believed = judged
+    kept = {"critique": critique, "asserted": parsing.asserted_option(critique["correct_answer"], run.space),
+            "assertion_mismatch": None, "timeout": result.timeout, "request_hash": result.request_hash}
+    return _entry(run, item, answer, prompt, kept, seen, verdict=verdict, believed=believed)
+
+
+async def critique_item(run, item, seen: dict | None = None) -> tuple[dict | None, bool]:
+    """(the item's entry, or None when no critique parsed; whether it enters memory). ``seen``: what the
+    critic is shown of the label (``shown_labels``; default: the gold label)."""
+    seen = seen or {"label": item.answer, "flipped": False}
+    if seen["label"] is None:
+        entry = await self_critique(run, item, seen)
+        return entry, entry is not None
+    label = seen["label"]
+    answer = run.initial_answer(item)
+    prompt = agents.critic_prompt(run.task, item, answer, label)
+    result = await run.call("critique", None, item.id, item.user, prompt, parsing.CRITIQUE_SCHEMA, "critique")
+    first = _part(result, run.space, label)
+    if first["critique"] is None:
+        return None, False
+    kept, extra = first, {}
+    if first["assertion_mismatch"] and run.config.on_mismatch == RECRITIQUE:
+        again = retry_prompt(run.task, prompt, result.text, label, first["asserted"], run.space)
+        second = _part(await run.call(RECRITIQUE, None, item.id, item.user, again, parsing.CRITIQUE_SCHEMA,
+                                      "critique"), run.space, label)
+        agreed = second["critique"] is not None and not second["assertion_mismatch"]
+        kept = second if agreed else first
+        extra = {"recritique": {"first": first, "second": second, "kept": "second" if agreed else "first"}}
+    entry = _entry(run, item, answer, prompt, kept, seen, **extra)
     return entry, not (kept["assertion_mismatch"] and run.config.on_mismatch == "drop")
 
 
@@ -74,21 +169,24 @@ async def critiques(run) -> list[dict]:
     """The entries that enter memory, in train order (``run.each`` over the train items); with
     ``drop``, the others are written to memory/dropped.jsonl."""
     found: dict[str, tuple[dict, bool]] = {}
+    train = run.dataset.train
+    shown = shown_labels(train, run.config.critic, run.config.label_budget, run.config.seed, run.space)
 
     async def one(item) -> None:
-        entry, keep = await critique_item(run, item)
+        entry, keep = await critique_item(run, item, shown[entry_id(item)])
         if entry is not None:
             found[entry["id"]] = (entry, keep)
 
-    await run.each(run.dataset.train, one, "critiques")
-    ordered = [found[entry_id(i)] for i in run.dataset.train if entry_id(i) in found]
+    await run.each(train, one, "critiques")
+    ordered = [found[entry_id(i)] for i in train if entry_id(i) in found]
     kept = [entry for entry, keep in ordered if keep]
+    _say_critic(run, shown)
     mode = run.config.on_mismatch
     if mode == "drop":
         dropped = [entry for entry, keep in ordered if not keep]
         rundir.write_jsonl_atomic(run.out / rundir.MEMORY / DROPPED, dropped)
         print(f"critique: --on-mismatch drop: {len(dropped)} of {len(ordered)} critiques left out of memory "
-              f"(their assertion does not name the gold label; {rundir.MEMORY}/{DROPPED})", file=sys.stderr)
+              f"(their assertion does not name the label the critic was shown; {rundir.MEMORY}/{DROPPED})", file=sys.stderr)
     elif mode == RECRITIQUE:
         asked = [e for e, _ in ordered if "recritique" in e]
         fixed = sum(e["recritique"]["kept"] == "second" for e in asked)
@@ -96,3 +194,16 @@ async def critiques(run) -> list[dict]:
               f"label and were asked again; {fixed} now do (kept), {len(asked) - fixed} keep the first",
               file=sys.stderr)
     return kept
+
+
+def _say_critic(run, shown: dict[str, dict]) -> None:
+    """One line on stderr when the critic was not shown every gold label."""
+    critic, n = run.config.critic, len(shown)
+    if critic.startswith("noisy:"):
+        flipped = sum(s["flipped"] for s in shown.values())
+        print(f"critique: --critic {critic}: {flipped} of {n} train labels flipped (seed {run.config.seed}) before "
+              "the critic saw them (memory entries' label_flipped)", file=sys.stderr)
+    elif critic == "self":
+        unlabelled = sum(s["label"] is None for s in shown.values())
+        print(f"critique: --critic self: {unlabelled} of {n} train items critiqued without a label (the critic's "
+              f"own verdict and believed answer; EP_LABEL shows that answer as the label)", file=sys.stderr)

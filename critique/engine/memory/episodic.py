@@ -25,7 +25,27 @@ def pool_of(user: str | None) -> str:
 
 def entry_id(item) -> str:
     """The id of a train item's entry: USER/ITEM_ID for preference data, ITEM_ID otherwise."""
-    return f"{item.user}/{item.id}" if item.user else item.id
+    from critique.base.ids import entry_id as of
+
+    return of(item.user, item.id)
+
+
+class Retrieved(list):
+    """Retrieved entries, nearest first (a list of entry dicts, as before), with ``scores``: the
+    similarity of each to the question, in the same order (FAISS's inner product of L2-normalised
+    embeddings: their cosine), and ``injected_tokens``: the tokens their examples add to the prompt
+    they were put in (set by the pipeline; 0 until then)."""
+
+    def __init__(self, entries=(), scores=()):
+        super().__init__(entries)
+        self.scores = [float(s) for s in scores]
+        if len(self.scores) != len(self):
+            raise ValueError(f"{len(self)} entries with {len(self.scores)} scores")
+        self.injected_tokens = 0
+
+    def keep(self, rows: list[int]) -> "Retrieved":
+        """The entries at positions ``rows`` (in that order), with their scores."""
+        return Retrieved([self[n] for n in rows], [self.scores[n] for n in rows])
 
 
 def _index_path(folder: Path, pool: str) -> Path:
@@ -78,11 +98,18 @@ class EpisodicMemory:
             vectors[rows] = found
         return cls(entries, vectors if vectors is not None else np.zeros((0, 1), np.float32))
 
-    def retrieve(self, vector: np.ndarray, user: str | None, k: int, exclude_item: str | None = None) -> list[dict]:
-        """The K nearest entries of the user's pool, nearest first, never ``exclude_item``."""
+    def size(self, user: str | None) -> int:
+        """Entries in the user's pool."""
+        found = self._pools.get(pool_of(user))
+        return len(found[0]) if found else 0
+
+    def retrieve(self, vector: np.ndarray, user: str | None, k: int, exclude_item: str | None = None) -> Retrieved:
+        """The K nearest entries of the user's pool, nearest first, never ``exclude_item``, with
+        their similarity scores (``Retrieved.scores``)."""
         if pool_of(user) not in self._pools or k <= 0:
-            return []
+            return Retrieved()
         rows, index = self._pools[pool_of(user)]
         scores, found = index.search(np.asarray(vector, dtype=np.float32).reshape(1, -1), min(k + 1, len(rows)))
-        hits = [self.entries[rows[j]] for j in found[0] if j >= 0]
-        return [e for e in hits if e["item_id"] != exclude_item][:k]
+        hits = [(self.entries[rows[j]], float(score)) for j, score in zip(found[0], scores[0]) if j >= 0]
+        hits = [(e, score) for e, score in hits if e["item_id"] != exclude_item][:k]
+        return Retrieved([e for e, _ in hits], [score for _, score in hits])

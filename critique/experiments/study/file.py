@@ -8,7 +8,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from critique.base.config import EFFORTS, ON_MISMATCH, PROMPT_SETS, bound_problem
+from critique.base.config import (EFFORTS, ON_MISMATCH, PROMPT_SETS, RETRIEVALS, bound_problem,
+                                  canonical_critic)
 from critique.base.errors import UserError
 from critique.experiments import ablations, probes
 
@@ -21,7 +22,12 @@ SETTINGS = {  # top-level field -> (type, what it is)
     "k": (int, "retrieved examples"),
     "parts": (str, "critique parts"),
     "prompts": (str, "prompt set"),
+    "gate": (float, "least similarity of a retrieved entry that enters a prompt"),
+    "inject_budget": (int, "most tokens of episodic examples per prompt"),
+    "retrieval": (str, "nearest or contrast"),
     "on_mismatch": (str, "what enters memory when a critique's assertion does not name the gold label"),
+    "critic": (str, "what the critic sees of each train label: gold, noisy:R or self"),
+    "label_budget": (float, "with critic self: the nested fraction of train items whose gold label the critic sees"),
     "max_tokens": (int, "token limit of a reply"),
     "temperature": (float, "temperature"),
     "reasoning_effort": (str, "reasoning effort"),
@@ -171,9 +177,15 @@ def load(path: str | Path) -> Study:
         raise _error(f"{path}: parts must be one of {', '.join(PARTS)}, not {settings['parts']!r}")
     if settings.get("reasoning_effort", "low") not in EFFORTS:
         raise _error(f"{path}: reasoning_effort must be one of {', '.join(EFFORTS)}")
-    for key, known in (("prompts", PROMPT_SETS), ("on_mismatch", ON_MISMATCH)):
+    for key, known in (("prompts", PROMPT_SETS), ("on_mismatch", ON_MISMATCH), ("retrieval", RETRIEVALS)):
         if settings.get(key, known[0]) not in known:
             raise _error(f"{path}: {key} must be one of {', '.join(known)}, not {settings[key]!r}")
+    if "critic" in settings or "label_budget" in settings:
+        try:
+            settings["critic"], settings["label_budget"] = canonical_critic(settings.get("critic", "gold"),
+                                                                            settings.get("label_budget"))
+        except ValueError as exc:
+            raise _error(f"{path}: critic/label_budget: {exc}") from None
     backend = settings.pop("backend", "threading")
     if backend not in BACKENDS:
         raise _error(f"{path}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")

@@ -30,7 +30,10 @@ def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
                      cache_dir=s.get("cache_dir"), timeout=pick("timeout", "timeout"),
                      num_retries=pick("retries", "num_retries"), context_tokens=model.context_tokens,
                      prompts=s.get("prompts", RunConfig.prompts),
-                     on_mismatch=s.get("on_mismatch", RunConfig.on_mismatch))
+                     on_mismatch=s.get("on_mismatch", RunConfig.on_mismatch), gate=s.get("gate", RunConfig.gate),
+                     inject_budget=s.get("inject_budget", RunConfig.inject_budget),
+                     retrieval=s.get("retrieval", RunConfig.retrieval),
+                     critic=s.get("critic", RunConfig.critic), label_budget=s.get("label_budget"))
 
 
 def _selected(spec: dict, model: Model, dataset: str) -> bool:

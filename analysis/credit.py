@@ -1,0 +1,257 @@
+"""The tiers of credit per memory entry (shared/MEMORY.md section 3) from a credit run directory
+(critique.experiments.credit) and its source run. Reads logs only: no LLM call, no embedding.
+
+Per prompt p and entry i retrieved into it: ``D = R(with i) - R(without i)`` (1: removing i turned a right
+answer wrong; -1: a wrong answer right; 0: no change in correctness). Per entry, MEMORY.md's tiers, from
+least to most useful:
+
+- ``inert``: never retrieved into an evaluated prompt (credit 0, no call);
+- ``duplicate``: retrieved, removing it never changed correctness, and in every prompt that retrieved it
+  another entry of the same prompt is as good as the same (question similarity >= DUPLICATE_SIMILARITY);
+- ``novel-unused``: retrieved, not decisive, no such twin, and never cited (--cite);
+- ``used-not-decisive``: retrieved, not decisive, cited by the answer (--cite);
+- ``load-bearing``: its removal flipped right answers to wrong more often than wrong to right;
+- ``toxic``: its removal turned wrong answers right more often than right to wrong;
+- ``mixed``: both flips, equally often (net credit 0; MEMORY.md names no tier for it).
+
+Without --cite, "unused" and "used but not decisive" cannot be told apart: those entries get
+``novel-not-decisive``, and the table says so. A flip is a change of correctness, whatever the
+provider; the null control (the same prompt asked again) says how many flips the provider makes by itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from critique.base import rundir
+from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_PRUNE, CREDIT_REPEAT as NULL, \
+    CREDIT_WITHOUT as WITHOUT
+
+# Two entries "say the same" when their questions' embeddings (the memory's FAISS vectors, L2-normalised)
+# have a cosine of at least this: near-paraphrases. Templated generated questions stay below it (the
+# shipped mcr-gen memory: at most 0.75 between two entries).
+DUPLICATE_SIMILARITY = 0.9
+INERT, DUPLICATE, NOVEL_UNUSED, NOVEL = "inert", "duplicate", "novel-unused", "novel-not-decisive"
+USED, LOAD_BEARING, TOXIC, MIXED = "used-not-decisive", "load-bearing", "toxic", "mixed"
+TIERS = (INERT, DUPLICATE, NOVEL_UNUSED, NOVEL, USED, LOAD_BEARING, TOXIC, MIXED)
+
+
+def read(credit_dir: Path, source_dir: Path | None = None) -> dict:
+    """The credit run, its probe settings, its latest credit predictions, and the source run's entries.
+    The source is ``source_dir``, else the folder the probe names beside the credit run."""
+    credit_dir = Path(credit_dir)
+    data = rundir.read_run(credit_dir)
+    probe = data["manifest"].get("probe") or {}
+    if probe.get("name") != CREDIT:
+        raise ValueError(f"{credit_dir}: not a credit run (its manifest's probe is {probe.get('name')!r})")
+    source = Path(source_dir) if source_dir else credit_dir.parent / str(probe.get("source"))
+    source_manifest = json.loads((source / rundir.MANIFEST).read_text(encoding="utf-8"))
+    if source_manifest.get("run_id") != probe.get("source_run_id"):
+        raise ValueError(f"{source}: run {source_manifest.get('run_id')}, not the credit run's source "
+                         f"{probe.get('source_run_id')}")
+    entries = rundir.read_jsonl(source / rundir.MEMORY / "episodic.jsonl")
+    predictions = [p for p in rundir.latest(data["predictions"]) if p["stage"] in (CREDIT, CREDIT_NULL)]
+    return {"credit": str(credit_dir), "source": str(source), "probe": probe, "entries": entries,
+            "predictions": predictions, "calls": len(data["calls"]),
+            "calls_paid": sum(not c.get("cached") for c in data["calls"] if c.get("stage") in (CREDIT, CREDIT_NULL))}
+
+
+def pairs(predictions: list[dict]) -> tuple[list[dict], list[str]]:
+    """One row per (prompt, removed entry) with both answers; ``problems``: pairs left out and why."""
+    full = {(p.get("user"), p["item_id"]): p for p in predictions if p["strategy"] == FULL}
+    rows, problems = [], []
+    for p in predictions:
+        if not str(p["strategy"]).startswith(WITHOUT):
+            continue
+        base = full.get((p.get("user"), p["item_id"]))
+        if base is None or base.get("error") or p.get("error"):
+            problems.append(f"{p['item_id']} without {p['removed']}: " + (
+                "no full answer" if base is None else "a call failed") + " (rerun the credit command to retry)")
+            continue
+        d = int(bool(base["correct"])) - int(bool(p["correct"]))
+        rows.append({"item_id": p["item_id"], "user": p.get("user"), "entry": p["removed"], "D": d,
+                     "answer_changed": base.get("answer") != p.get("answer"),
+                     "cited": None if base.get("cited") is None else p["removed"] in base["cited"],
+                     "nearest_other": p.get("nearest_other"), "nearest_other_id": p.get("nearest_other_id")})
+    return rows, problems
+
+
+def tier(row: dict, cite: bool) -> str:
+    if row["retrieved"] == 0:
+        return INERT
+    if row["helped"] or row["hurt"]:
+        return LOAD_BEARING if row["helped"] > row["hurt"] else TOXIC if row["hurt"] > row["helped"] else MIXED
+    if row["twinned"] == row["retrieved"]:
+        return DUPLICATE
+    if not cite:
+        return NOVEL
+    return USED if row["cited"] else NOVEL_UNUSED
+
+
+def entry_rows(entries: list[dict], rows: list[dict], cite: bool, full: list[dict]) -> list[dict]:
+    """Per entry: ``retrieved`` counts the full prompts (``full``: the FULL predictions) that showed it, so an
+    entry whose deletion call failed is never taken for inert; the flips come from the deletion pairs."""
+    shown: dict[str, int] = {}
+    for p in full:
+        for i in p.get("retrieved") or []:
+            shown[i] = shown.get(i, 0) + 1
+    out = []
+    for e in entries:
+        mine = [r for r in rows if r["entry"] == e["id"]]
+        row = {"id": e["id"], "item_id": e.get("item_id"), "user": e.get("user"), "retrieved": shown.get(e["id"], 0),
+               "helped": sum(r["D"] == 1 for r in mine), "hurt": sum(r["D"] == -1 for r in mine),
+               "credit": sum(r["D"] for r in mine), "answer_changed": sum(r["answer_changed"] for r in mine),
+               "cited": sum(bool(r["cited"]) for r in mine),
+               "twinned": sum((r["nearest_other"] or 0) >= DUPLICATE_SIMILARITY for r in mine),
+               "initial_right": e.get("initial_answer") == e.get("gold")}
+        row["tier"] = tier(row, cite)
+        out.append(row)
+    return out
+
+
+def null_control(predictions: list[dict]) -> dict:
+    """The null control: identical full prompts asked again; flipped when correctness changed (as a deletion's
+    D), so the rate compares with the deletions that changed correctness. A failed call (either side) is left
+    out, as the deletion pairs leave it out."""
+    full = {(p.get("user"), p["item_id"]): p for p in predictions if p["strategy"] == FULL and not p.get("error")}
+    nulls = [p for p in predictions if p["strategy"] == NULL and not p.get("error")]
+    compared = [(p, full[(p.get("user"), p["item_id"])]) for p in nulls if (p.get("user"), p["item_id"]) in full]
+    flipped = sum(bool(a.get("correct")) != bool(b.get("correct")) for a, b in compared)
+    return {"asked": len(compared), "flipped": flipped, "rate": flipped / len(compared) if compared else None}
+
+
+def citation(rows: list[dict]) -> dict | None:
+    """Citation against the deletion flips, over (prompt, entry) pairs: precision = cited pairs whose
+    deletion flipped correctness (either way) / cited pairs; recall = flipped pairs that were cited / flipped
+    pairs; ``precision_load_bearing`` = cited pairs whose deletion turned a right answer wrong (D = 1, as
+    MEMORY.md's figure) / cited pairs."""
+    asked = [r for r in rows if r["cited"] is not None]
+    if not asked:
+        return None
+    cited = [r for r in asked if r["cited"]]
+    flipped = [r for r in asked if r["D"] != 0]
+    both = sum(r["cited"] and r["D"] != 0 for r in asked)
+    bearing = sum(r["cited"] and r["D"] == 1 for r in asked)
+    return {"pairs": len(asked), "cited": len(cited), "flipped": len(flipped),
+            "precision": both / len(cited) if cited else None, "recall": both / len(flipped) if flipped else None,
+            "precision_load_bearing": bearing / len(cited) if cited else None}
+
+
+def summary(credit_dir: Path, source_dir: Path | None = None) -> dict:
+    data = read(credit_dir, source_dir)
+    cite = bool(data["probe"].get("cite"))
+    rows, problems = pairs(data["predictions"])
+    entries = entry_rows(data["entries"], rows, cite, [p for p in data["predictions"] if p["strategy"] == FULL])
+    full = [p for p in data["predictions"] if p["strategy"] == FULL and not p.get("error")]
+    counts = {t: sum(e["tier"] == t for e in entries) for t in TIERS}
+    null = null_control(data["predictions"])
+    decisive = sum(r["D"] != 0 for r in rows)
+    return {"credit_run": data["credit"], "source_run": data["source"], "probe": data["probe"],
+            "prompts": len(full), "accuracy_full": sum(bool(p["correct"]) for p in full) / len(full) if full else None,
+            "deletions": len(rows), "decisive_deletions": decisive, "entries": len(entries), "tiers": counts,
+            "null": {**null, "expected_flips": None if null["rate"] is None else null["rate"] * len(rows)},
+            "citation": citation(rows), "calls_paid": data["calls_paid"], "problems": problems,
+            "rows": entries, "pairs": rows}
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def markdown(s: dict) -> str:
+    p = s["probe"]
+    lines = [f"## Credit by deletion: {p.get('strategy')} on {p.get('on')}{' (--cite)' if p.get('cite') else ''}",
+             "", f"Read: {s['credit_run']} (source {s['source_run']}); {s['prompts']} prompts (accuracy "
+                 f"{_pct(s['accuracy_full'])}% with every entry), {s['deletions']} deletions, "
+                 f"{s['decisive_deletions']} changed correctness; {s['calls_paid']} calls paid.", "",
+             "| tier | entries | share % |", "|---|---:|---:|"]
+    hidden = {MIXED} | ({NOVEL} if p.get("cite") else {NOVEL_UNUSED, USED})  # shown only when they can occur
+    for t, n in s["tiers"].items():
+        if n or t not in hidden:
+            lines.append(f"| {t} | {n} | {_pct(n / s['entries'] if s['entries'] else None)} |")
+    if not p.get("cite"):
+        lines.append(f"\n{NOVEL}: without --cite, unused and used-but-not-decisive entries cannot be told apart.")
+    n = s["null"]
+    if n["asked"]:
+        lines.append(f"\nNull control: {n['flipped']} of {n['asked']} identical prompts changed correctness "
+                     f"(rate {_pct(n['rate'])}%); at that rate {n['expected_flips']:.1f} of the {s['deletions']} "
+                     f"deletions would change by chance, against {s['decisive_deletions']} that changed correctness.")
+    else:
+        lines.append("\nNull control: not run (--null N); the provider's own flip rate is unknown.")
+    c = s["citation"]
+    if c:
+        lines.append(f"\nCitation vs deletion flips: {c['cited']} of {c['pairs']} (prompt, entry) pairs cited, "
+                     f"{c['flipped']} flipped; precision {_pct(c['precision'])}% (against load-bearing deletions, D = 1: "
+                     f"{_pct(c['precision_load_bearing'])}%), recall {_pct(c['recall'])}%.")
+    lines += ["", f"Duplicate: question similarity >= {DUPLICATE_SIMILARITY} to another entry of the same prompt.",
+              "", "| entry | tier | retrieved | credit | helped | hurt | cited | twinned | initial right |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    order = sorted(s["rows"], key=lambda r: (-r["retrieved"], r["id"]))
+    for r in order:
+        lines.append(f"| {r['id']} | {r['tier']} | {r['retrieved']} | {r['credit']} | {r['helped']} | {r['hurt']} "
+                     f"| {r['cited']} | {r['twinned']} | {'yes' if r['initial_right'] else 'no'} |")
+    for problem in s["problems"]:
+        lines.append(f"\nleft out: {problem}")
+    return "\n".join(lines) + "\n"
+
+
+# ---- pruning (critique.experiments.credit_prune) --------------------------------------------------
+def prune_rows(prune_dir: Path) -> list[dict]:
+    """Per strategy and rule: accuracy on the held-out questions and entries removed; the random rules'
+    seeds (``random:N#S``) pooled into one row per N (mean, min and max of the seeds' accuracies)."""
+    data = rundir.read_run(prune_dir)
+    predictions = [p for p in rundir.latest(data["predictions"]) if p["stage"] == CREDIT_PRUNE]
+    cells: dict[tuple, dict] = {}
+    for p in predictions:
+        strategy, _, label = str(p["strategy"]).partition("|")
+        rule, _, seed = label.partition("#")
+        cell = cells.setdefault((strategy, rule), {"seeds": {}, "removed": p.get("pruned"), "errors": 0})
+        if p.get("error"):
+            cell["errors"] += 1
+            continue
+        cell["seeds"].setdefault(seed, []).append(bool(p["correct"]))
+    rows = []
+    for (strategy, rule), cell in cells.items():
+        accuracies = [sum(v) / len(v) for v in cell["seeds"].values() if v]
+        rows.append({"strategy": strategy, "rule": rule, "removed": cell["removed"], "seeds": len(accuracies),
+                     "n": max((len(v) for v in cell["seeds"].values()), default=0), "errors": cell["errors"],
+                     "accuracy": sum(accuracies) / len(accuracies) if accuracies else None,
+                     "accuracy_min": min(accuracies, default=None), "accuracy_max": max(accuracies, default=None)})
+    from critique.base.vocab import STRATEGIES
+
+    def order(r: dict) -> tuple:  # none, the rules, then their random controls; strategies in the study's order
+        rank = STRATEGIES.index(r["strategy"]) if r["strategy"] in STRATEGIES else len(STRATEGIES)
+        return r["rule"] != "none", r["rule"].startswith("random"), r["rule"], rank
+
+    return sorted(rows, key=order)
+
+
+def prune_markdown(prune_dir: Path) -> str:
+    manifest = rundir.read_run(prune_dir)["manifest"]
+    probe = manifest.get("probe") or {}
+    rows = prune_rows(prune_dir)
+    strategies = list(dict.fromkeys(r["strategy"] for r in rows))
+    by = {(r["rule"], r["strategy"]): r for r in rows}
+    held = "the test questions" if probe.get("on") == "train" else "the held-out half of test"
+    lines = [f"## Pruning by credit ({probe.get('strategy')} credit on {probe.get('on')}), scored on {held}", "",
+             f"Read: {prune_dir}. random:N rows: the mean over seeds (min-max), N = the rule's entries removed "
+             "(budget-matched control).", "",
+             "| rule | entries removed | seeds | n | " + " | ".join(f"{s} accuracy %" for s in strategies) + " |",
+             "|---|---:|---:|---:|" + "---:|" * len(strategies)]
+    for rule in dict.fromkeys(r["rule"] for r in rows):
+        first = next(by[(rule, s)] for s in strategies if (rule, s) in by)
+        cells = []
+        for s in strategies:
+            r = by.get((rule, s))
+            if r is None or r["accuracy"] is None:
+                cells.append("-")
+            elif r["seeds"] > 1:
+                cells.append(f"{_pct(r['accuracy'])} ({_pct(r['accuracy_min'])}-{_pct(r['accuracy_max'])})")
+            else:
+                cells.append(_pct(r["accuracy"]))
+        lines.append(f"| {rule} | {first['removed']} | {first['seeds']} | {first['n']} | " + " | ".join(cells) + " |")
+    errors = sum(r["errors"] for r in rows)
+    if errors:
+        lines.append(f"\n{errors} answers failed (left out of the accuracies; rerun the command to retry)")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,292 @@
+"""The Echo-Gap tables (shared/MEMORY.md section 1): are a run's stored verdicts wrong, are the wrong ones
+reused more, does a wrong retrieved set make the test answer wrong, and what the critic mode costs.
+
+Per plain run with episodic memory (one row each, `echo`):
+- leniency `P(r = 1 | U = 0)` and specificity `P(r = 0 | U = 1)`, in percent: U, r, b and the reuse n of each
+  entry are critique.analysis.audit's (`entry_rows`, `count_reuse`: one definition each), n counted over the
+  CONTAMINATING strategies' prompts only (those kappa reads: EP_LABEL shows labels, not verdicts);
+- `Corr(b, n | U = 0)` with a seeded percentile bootstrap interval over the U = 0 entries;
+- the contamination slope kappa: the least-squares slope of a test prompt's error (1 - correct) on the share
+  of its retrieved entries whose stored verdict is wrong (b != 0), over the prompts of the critique strategies
+  that retrieve (EP_CRIT, EP+SEM_CRIT) with at least one entry of known verdict;
+- with the generator's truth (pref-gen: meta.rule_prefers, the label before the generator flipped it), the
+  leniency and specificity against that truth too.
+Per run and strategy (`echo_accuracy`): the strategy's accuracy (Table 1's cell) next to the gold-critic run
+of the same model, dataset and other settings, and next to the run's zero_shot.
+
+Truth is the benchmark's gold (the entries' `gold`), used only here, never by the run. Reads logs (and the
+dataset folder for the generator's truth) only."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from critique.analysis import audit
+from critique.analysis.cells import mean
+from critique.analysis.tabular import Table
+from critique.base import vocab
+from critique.base.ids import entry_id
+
+ECHO_TITLE = "Echo Gap: stored verdicts against the truth, their reuse, and the contamination slope, per run"
+ACCURACY_TITLE = "Echo Gap: accuracy (%) of each strategy next to the gold-critic run and zero_shot"
+CONTAMINATING = (vocab.EP_CRIT, vocab.EP_SEM_CRIT)  # strategies whose retrieved entries carry stored verdicts
+BOOTSTRAP = 1000  # resamples of the interval of Corr(b, n | U = 0)
+LEVEL = 0.95
+SEED = 0
+ECHO_COLUMNS = ["model", "dataset", "critic", "entries", "verdict_unknown", "u0", "leniency", "specificity",
+                "corr_b_n_u0", "corr_low", "corr_high", "kappa", "kappa_prompts", "label_flipped",
+                "believed_not_gold", "leniency_generator", "specificity_generator"]
+ACCURACY_COLUMNS = ["model", "dataset", "critic", "strategy", "accuracy", "gold_critic", "vs_gold_critic",
+                    "zero_shot", "vs_zero_shot"]
+FORMATS = {"corr_b_n_u0": ".2f", "corr_low": ".2f", "corr_high": ".2f", "kappa": ".3f"}
+
+
+def critic_of(settings: dict) -> str:
+    """A run's critic as the tables show it: gold, noisy:R, self, self+budget:F."""
+    critic = settings.get("critic") or "gold"
+    budget = settings.get("label_budget")
+    return f"{critic}+budget:{budget:g}" if budget else critic
+
+
+def rate(flags: list) -> float | None:
+    """Percent of true values; None when there are none."""
+    found = mean(int(bool(f)) for f in flags)
+    return None if found is None else 100.0 * found
+
+
+def bootstrap_corr(xs: list[float], ys: list[float], seed: int = SEED, resamples: int = BOOTSTRAP,
+                   level: float = LEVEL) -> tuple[float | None, float | None]:
+    """The percentile interval of Pearson's r over `resamples` seeded resamples of the pairs (a resample whose
+    r is undefined, one variable constant, is left out); (None, None) with fewer than 3 pairs or fewer than
+    half the resamples defined."""
+    if len(xs) < 3:
+        return None, None
+    rng = random.Random(seed)
+    pairs = list(zip(xs, ys))
+    found = []
+    for _ in range(resamples):
+        sample = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        r = audit.pearson([x for x, _ in sample], [y for _, y in sample])
+        if r is not None:
+            found.append(r)
+    if len(found) < resamples / 2:
+        return None, None
+    found.sort()
+    tail = (1 - level) / 2
+    low = found[int(tail * (len(found) - 1))]
+    high = found[int(round((1 - tail) * (len(found) - 1)))]
+    return low, high
+
+
+def slope(xs: list[float], ys: list[float]) -> float | None:
+    """The least-squares slope of ys on xs; None with fewer than two points or xs constant."""
+    if len(xs) < 2:
+        return None
+    mx, my = mean(xs), mean(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    if var == 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var
+
+
+def contamination(rows: list[dict], predictions: list[dict]) -> tuple[float | None, int]:
+    """(kappa, prompts used): test error on the share of wrong stored verdicts (b != 0) in the retrieved set."""
+    verdict = {row["id"]: row["b"] for row in rows}
+    xs, ys = [], []
+    for p in predictions:
+        if p.get("strategy") not in CONTAMINATING:
+            continue
+        known = [verdict[i] for i in p.get("retrieved") or [] if verdict.get(i) is not None]
+        if not known:
+            continue
+        xs.append(sum(b != 0 for b in known) / len(known))
+        ys.append(0.0 if p.get("correct") is True else 1.0)
+    return slope(xs, ys), len(xs)
+
+
+def generator_rates(rows: list[dict], truth: dict) -> tuple[float | None, float | None]:
+    """(leniency, specificity) against the generator's truth (meta.rule_prefers), where the dataset has it."""
+    judged = []
+    for row in rows:
+        prefers = (truth.get((row["user"], str(row["item_id"]))) or {}).get("rule_prefers")
+        if prefers is not None and row["r"] is not None:
+            judged.append((int(row["initial_answer"] == prefers), row["r"]))
+    return (rate([r == 1 for u, r in judged if u == 0]), rate([r == 0 for u, r in judged if u == 1]))
+
+
+def run_row(meta: dict, problems: list[str], data_dirs: list[str] = ()) -> dict | None:
+    """The Echo-Gap numbers of one run; None when it has no episodic memory."""
+    import json
+
+    from critique.analysis.read import model_label
+
+    path = Path(meta["path"])
+    entries, _ = audit.read_memory(path, problems)
+    if entries is None:
+        return None
+    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    space = [str(a) for a in (manifest.get("dataset") or {}).get("answer_space") or []]
+    predictions = audit.counted(path, vocab.TEST, problems)
+    truth, _ = audit.read_truth(manifest, list(data_dirs))
+    rows = audit.entry_rows(entries, space, truth)
+    # the reuse n counts retrievals into the prompts that carry stored verdicts (CONTAMINATING, as kappa): an
+    # EP_LABEL prompt shows the label, not the verdict, so it cannot echo one
+    audit.count_reuse(rows, [p for p in predictions if p.get("strategy") in CONTAMINATING], problems, meta["path"])
+    known = [r for r in rows if r["r"] is not None]
+    u0 = [r for r in known if r["U"] == 0]
+    low, high = bootstrap_corr([r["b"] for r in u0], [r["n"] for r in u0])
+    kappa, prompts = contamination(rows, predictions)
+    self_graded = [r for r in rows if r["believed"] is not None]
+    gen_leniency, gen_specificity = generator_rates(rows, truth)
+    return {"model": model_label(meta), "dataset": meta["dataset"], "critic": critic_of(meta["settings"]),
+            "entries": len(rows), "verdict_unknown": len(rows) - len(known), "u0": len(u0),
+            "leniency": rate([r["r"] == 1 for r in u0]),
+            "specificity": rate([r["r"] == 0 for r in known if r["U"] == 1]),
+            "corr_b_n_u0": audit.pearson([r["b"] for r in u0], [r["n"] for r in u0]),
+            "corr_low": low, "corr_high": high, "kappa": kappa, "kappa_prompts": prompts,
+            "label_flipped": sum(r["label_flipped"] for r in rows),
+            "believed_not_gold": sum(r["believed"] != r["gold"] for r in self_graded) if self_graded else None,
+            "leniency_generator": gen_leniency, "specificity_generator": gen_specificity}
+
+
+def echo_table(metas: list[dict], problems: list[str], data_dirs: list[str] = ()) -> Table:
+    from critique.analysis.read import plain
+
+    found = [row for meta in metas if plain(meta) for row in [run_row(meta, problems, data_dirs)] if row]
+    if not found:
+        return Table("echo", ECHO_TITLE, skipped="no plain run with episodic memory among the inputs "
+                                                 "(memory/episodic.jsonl)")
+    rows = sorted(found, key=lambda r: (r["model"], r["dataset"], r["critic"]))
+    keep = [c for c in ECHO_COLUMNS if not c.endswith("_generator") or any(r[c] is not None for r in rows)]
+    note = ("truth: the gold label (U: the initial answer is the gold; r: the entry's stored verdict says it is "
+            "right: a self critic's verdict, else the option its correct_answer asserts is the initial answer; "
+            "entries whose verdict names nothing are verdict_unknown and left out); leniency = P(r=1 | U=0) and "
+            "specificity = P(r=0 | U=1), in percent; u0: entries with U=0 and a known verdict; corr_b_n_u0: "
+            "Pearson's r of b = r - U and the reuse n (test prompts, any EP strategy, that retrieved the entry) "
+            f"over them, corr_low/corr_high its {LEVEL:.0%} percentile bootstrap interval ({BOOTSTRAP} resamples, "
+            f"seed {SEED}); kappa: slope of a prompt's test error on the share of its retrieved entries with a "
+            f"wrong stored verdict (b != 0), over {', '.join(CONTAMINATING)} prompts (kappa_prompts); label_flipped: "
+            "entries whose label --critic noisy:R flipped; believed_not_gold: self-graded entries whose believed "
+            "answer is not the gold")
+    if any(c.endswith("_generator") for c in keep):
+        note += ("; *_generator: against the generator's truth (pref-gen's meta.rule_prefers, the label before it "
+                 "was flipped)")
+    return Table("echo", ECHO_TITLE, keep, [{c: r[c] for c in keep} for r in rows], note=note, formats=FORMATS)
+
+
+def _other_settings(settings: dict) -> str:
+    import json
+
+    return json.dumps({k: v for k, v in settings.items() if k not in ("critic", "label_budget")}, sort_keys=True,
+                      default=str)
+
+
+def accuracy_table(metas: list[dict], cells) -> Table:
+    """Each plain run's strategies next to the gold-critic run of the same model, dataset and other settings,
+    and next to the run's zero_shot (Table 1's cells)."""
+    from critique.analysis.read import model_label, plain
+
+    accuracy = {(r["model"], r["dataset"], r["strategy"]): r["accuracy"] for r in cells.accuracy}
+    runs = {}
+    for meta in metas:
+        if plain(meta):
+            runs[(model_label(meta), meta["dataset"])] = meta
+    gold = {(m["model"], m["dataset"], _other_settings(m["settings"])): label
+            for (label, _), m in runs.items() if critic_of(m["settings"]) == "gold"}
+    rows = []
+    for (label, dataset), meta in sorted(runs.items()):
+        partner = gold.get((meta["model"], dataset, _other_settings(meta["settings"])))
+        base = accuracy.get((label, dataset, vocab.ZERO_SHOT))
+        for strategy in vocab.STRATEGIES:
+            value = accuracy.get((label, dataset, strategy))
+            if value is None:
+                continue
+            against = accuracy.get((partner, dataset, strategy)) if partner else None
+            rows.append({"model": label, "dataset": dataset, "critic": critic_of(meta["settings"]),
+                         "strategy": strategy, "accuracy": value, "gold_critic": against,
+                         "vs_gold_critic": None if against is None else value - against,
+                         "zero_shot": base, "vs_zero_shot": None if base is None else value - base})
+    if not rows:
+        return Table("echo_accuracy", ACCURACY_TITLE, skipped="no test-stage accuracy of plain runs among the inputs")
+    note = ("accuracy: Table 1's cell; gold_critic: the same strategy in the run of the same model, dataset and "
+            "other settings with --critic gold ('-' when none was read); vs_*: points; zero_shot: the run's own "
+            "zero_shot (it does not depend on the critic)")
+    return Table("echo_accuracy", ACCURACY_TITLE, ACCURACY_COLUMNS, rows, note=note)
+
+
+# ---- verifiers (critique verify) -------------------------------------------------------------------------
+EIA_TITLE = "Verifiers: does each verifier track the truth without echoing the stored verdicts (per verify run)"
+EIA_COLUMNS = ["model", "dataset", "critic", "verifier", "checked", "flagged", "corr_v_u", "corr_nu_b",
+               "precision", "errors"]
+
+
+def verifier_row(path: Path, problems: list[str]) -> dict | None:
+    """A verify run's numbers: V = 1 when the entry's answer survived, U and b of the entry in its source run
+    (audit's); Corr(V, U), Corr(nu, b) with nu = V - U, precision P(U = 0 | flagged) in percent. None when
+    the run is not a verify run or its source run cannot be read."""
+    import json
+
+    manifest = json.loads((Path(path) / "manifest.json").read_text(encoding="utf-8"))
+    probe = manifest.get("probe") or {}
+    if probe.get("name") != "verify":
+        return None
+    source = Path(path).parent / str(probe.get("source") or "")  # beside the verify run (an absolute path: old runs)
+    entries, _ = audit.read_memory(source, problems) if source.is_dir() else (None, None)
+    if entries is None:
+        problems.append(f"{path}: its source run {source} (memory/episodic.jsonl) cannot be read; no verifier row")
+        return None
+    space = [str(a) for a in (manifest.get("dataset") or {}).get("answer_space") or []]
+    rows = {r["id"]: r for r in audit.entry_rows(entries, space, {})}
+    checks = [p for p in audit.counted(Path(path), vocab.PROBE, problems) if p.get("verifier")]
+    done = [p for p in checks if not p.get("error")]
+    joined = []
+    for p in done:
+        row = rows.get(entry_id(p.get("user"), p["item_id"]))
+        if row is not None:
+            joined.append((int(p.get("survives") is True), row))
+    flagged = [row for v, row in joined if v == 0]
+    known = [(v, row) for v, row in joined if row["b"] is not None]
+    config = manifest.get("config") or {}
+    try:  # the model whose memory was checked (a judge:MODEL run's own model is the judge)
+        config = json.loads((source / "manifest.json").read_text(encoding="utf-8")).get("config") or config
+    except (OSError, ValueError):
+        pass
+    return {"model": config.get("model"), "dataset": (manifest.get("dataset") or {}).get("name"),
+            "critic": critic_of(config), "verifier": probe.get("verifier"), "checked": len(joined),
+            "flagged": len(flagged), "corr_v_u": audit.pearson([v for v, _ in joined], [r["U"] for _, r in joined]),
+            "corr_nu_b": audit.pearson([v - r["U"] for v, r in known], [r["b"] for _, r in known]),
+            "precision": rate([r["U"] == 0 for r in flagged]), "errors": len(checks) - len(done)}
+
+
+EIA_NOTE = ("V = 1 when the entry's answer survived the verifier, 0 when flagged; U and b = r - U of the entry in "
+            "the run it checks (critique audit's); corr_v_u = Corr(V, U); corr_nu_b = Corr(nu, b) with nu = V - U "
+            "(the error-independence condition wants it near 0), over entries with a known verdict; precision = "
+            "P(U = 0 | flagged) in percent; errors: checks that ended in an error (rerun to retry), left out")
+
+
+def eia_table(metas: list[dict], problems: list[str]) -> Table:
+    found = [row for meta in metas if meta.get("probe") == "verify"
+             for row in [verifier_row(Path(meta["path"]), problems)] if row]
+    if not found:
+        return Table("eia", EIA_TITLE, skipped="no verify run among the inputs (critique verify RUN --verifier V)")
+    return Table("eia", EIA_TITLE, EIA_COLUMNS, found, note=EIA_NOTE,
+                 formats={"corr_v_u": ".2f", "corr_nu_b": ".2f"})
+
+
+def verifier_text(path: Path) -> str:
+    """The verify run's row as a short markdown table (what `critique verify` prints)."""
+    from critique.analysis.render import markdown_table
+
+    problems: list[str] = []
+    row = verifier_row(Path(path), problems)
+    if row is None:
+        return "no verifier numbers: " + "; ".join(problems or ["not a verify run"])
+    table = Table("eia", EIA_TITLE, EIA_COLUMNS, [row], note=EIA_NOTE, formats={"corr_v_u": ".2f", "corr_nu_b": ".2f"})
+    return "\n".join([f"\n{EIA_TITLE}\n", markdown_table(table), "", f"_{EIA_NOTE}._", *problems])
+
+
+def tables(metas: list[dict], cells, problems: list[str]) -> list[Table]:
+    """The Echo-Gap tables of the runs read (`critique tables`, `critique report`), and the verifiers' table."""
+    verifiers = [eia_table(metas, problems)] if any(m.get("probe") == "verify" for m in metas) else []
+    return [echo_table(metas, problems), accuracy_table(metas, cells), *verifiers]

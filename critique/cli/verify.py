@@ -1,0 +1,72 @@
+"""`critique verify RUN --verifier reorder|sample:N|judge:MODEL`: an answer-free check of each memory entry of a
+run (one run directory; critique.experiments.verify), then the verifier's numbers against the truth
+(critique.analysis.echo)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("verify", help="check each memory entry of a run without its label (one run directory)")
+    p.add_argument("run", metavar="RUN_DIR", help="the run directory whose memory is checked")
+    p.add_argument("--verifier", required=True,
+                   help="reorder: the entry's question asked again with its options permuted; an answer that does "
+                        "not survive is flagged. sample:N: asked N times more at temperature > 0, never from a "
+                        "cache; any disagreement is flagged. judge:MODEL: another model (litellm name) says, "
+                        "without the label, whether the answer is right")
+    p.add_argument("--out", help="run directory (default RUN_DIR__verify-<verifier>)")
+    p.add_argument("--concurrency", type=int, default=None, help="calls in flight (default: the run's)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the shared response cache")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from dataclasses import replace
+
+    from critique.base.errors import UserError
+    from critique.engine.scores import report_errors
+    from critique.experiments import verify
+    from critique.runner import execute_run
+
+    source = Path(args.run)
+    try:
+        verifier = verify.parse_verifier(args.verifier)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    config, manifest = verify.source_config(source)
+    config = verify.verifier_config(config, verifier)
+    if args.concurrency is not None:
+        if args.concurrency < 1:
+            raise UserError(f"--concurrency must be at least 1, not {args.concurrency}")
+        config = replace(config, concurrency=args.concurrency)
+    if args.no_cache:
+        config = replace(config, use_cache=False)
+    from critique.runner import safe
+
+    out = Path(args.out) if args.out else source.parent / f"{source.name}__verify-{safe(verifier.replace(':', '-'))}"
+    probe = verify.verify_probe(verifier, source, manifest["run_id"], out)
+    entries = verify.entries_of(source)
+    skipped: list[str] = []
+
+    def say_cost(run) -> None:
+        calls, cannot = verify.cost(run, verifier, entries)
+        what = {"sample": "N per entry still to check, at temperature "
+                          f"{run.config.temperature:g}, never from the response cache",
+                "judge": f"one per entry still to check, to {run.config.model}"}.get(verify.kind_of(verifier),
+                f"one per entry still to check whose options can be permuted; {cannot} cannot")
+        print(f"critique: cost: at most {calls} calls ({what}); those already in {out}/calls.jsonl are not made "
+              "again", file=sys.stderr)
+
+    outcome, _ = execute_run(config, out, probe=probe, work=verify.work_for(verifier, entries, skipped),
+                             setup=say_cost, progress=not args.quiet)
+    if skipped:
+        print(f"critique: {len(skipped)} of {len(entries)} entries not checked: their question does not list each "
+              "option on a line of its own", file=sys.stderr)
+    from critique.analysis import echo
+
+    print(echo.verifier_text(out))
+    print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
+    return report_errors([out])

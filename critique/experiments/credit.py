@@ -1,0 +1,392 @@
+"""Credit per memory entry by deletion (shared/MEMORY.md section 3): `critique credit`.
+
+For each evaluated prompt of an episodic strategy (EP_CRIT or EP+SEM_CRIT) and each entry retrieved
+into it, the same prompt is answered with that entry left out (K-1 examples, the others in the same
+order): ``D_i = R(with i) - R(without i)`` per prompt. An entry never retrieved gets credit 0 without
+a call. The tiers (inert, duplicate, novel-unused, used-not-decisive, load-bearing, toxic) are
+computed by critique.analysis.credit from the run directory this writes.
+
+Which prompts (``--on``):
+
+- ``test``: the source run's test prompts of the strategy, rebuilt exactly from the ``retrieved`` ids
+  its predictions logged and memory/episodic.jsonl (never retrieved again: the full prompt's request
+  must be the logged one, and it is answered from the source run's log, at no cost). This selects on
+  the test set (MEMORY.md section 3): use it to describe, not to prune.
+- ``train``: leave-one-out over the train questions: each is answered with its K nearest *other*
+  entries of its pool (its own entry left out); the test predictions are never read.
+- ``test-half``: ``test`` on one seeded half of the test questions (``half_of``); the other half is
+  held out for pruning (critique.experiments.credit_prune).
+
+With EP+SEM_CRIT the advice is the source run's, distilled from every critique: on ``train`` it has
+seen the very item answered (only the episodic entry is left out).
+
+A credit run is an ordinary run directory (default ``<source>__credit-<STRATEGY>-<on>[-cite]``) whose
+manifest ``probe`` is ``{name: credit, strategy, on, cite, null, source, source_run_id}``: calls and
+predictions of stage ``credit``, strategy ``full`` (the whole prompt) or ``without:ENTRY_ID`` (one entry
+left out; field ``removed``), and of stage ``credit_null``, strategy ``null`` (the null control).
+Resumable and cached like every run.
+
+``--cite``: every prompt (full and deletions) also asks which examples were used (parsing.cite_schema;
+the instruction CITE_INSTRUCTION is added after the template's text, so without --cite the prompts are
+the templates' own, with the source run's request hashes). Field ``cited``: the entry ids named.
+
+Null control (``--null N``): N full prompts, a seeded sample, are asked again of the model itself
+(never the response cache, a matching run nor the log: ``Run.fresh_stages``): how often the provider flips
+an identical prompt by itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field, fields as dataclass_fields, replace
+from pathlib import Path
+
+from critique.base import rundir
+from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_REPEAT as NULL, \
+    CREDIT_WITHOUT as WITHOUT, EP_CRIT, EP_SEM_CRIT
+
+STRATEGIES = (EP_CRIT, EP_SEM_CRIT)  # the strategies whose prompts hold episodic entries of memory/
+ON = ("test", "train", "test-half")
+CITE_INSTRUCTION = ('Also say which of the numbered examples above you used for your answer: "used_examples", a '
+                    'list of their numbers ([] if none).')
+
+
+def without(entry_id: str) -> str:
+    return WITHOUT + entry_id
+
+
+def credit_probe(strategy: str, on: str, cite: bool, null: int, source: Path, source_run_id: str) -> dict:
+    return {"name": CREDIT, "strategy": strategy, "on": on, "cite": bool(cite), "null": int(null),
+            "source": Path(source).name, "source_run_id": source_run_id}
+
+
+def default_out(source: Path, strategy: str, on: str, cite: bool) -> Path:
+    from critique.runner import safe
+
+    source = Path(source)
+    return source.parent / f"{source.name}__credit-{safe(strategy)}-{on}{'-cite' if cite else ''}"
+
+
+def half_of(user: str | None, item_id: str, seed: int) -> int:
+    """0 (the credit half) or 1 (held out): a seeded hash of the item, so halves never depend on order."""
+    digest = hashlib.sha256(f"{seed}\0{user or ''}\0{item_id}".encode()).digest()
+    return digest[0] & 1
+
+
+def source_config(manifest: dict, **changes):
+    """The source run's settings (those a manifest predates: their value of that time), no strategies."""
+    from critique.base.config import RunConfig, manifest_config, manifest_value
+
+    config = manifest_config(manifest["config"])
+    names = {f.name for f in dataclass_fields(RunConfig)}
+    values = {k: manifest_value(config, k) for k in names if k in config or hasattr(RunConfig, k)}
+    values = {k: v for k, v in values.items() if k in names}
+    return replace(RunConfig(**{**values, "strategies": []}), **changes)
+
+
+def refuse_unrebuildable(manifest: dict, source: Path) -> None:
+    """UserError when the source run chose its prompts' entries otherwise than by the K nearest (a gate, an
+    injection budget, another retrieval): credit and pruning rebuild prompts with the K nearest only."""
+    from critique.base.config import manifest_value
+    from critique.base.errors import UserError
+
+    config = manifest["config"]
+    for key in ("gate", "inject_budget"):
+        if manifest_value(config, key) is not None:
+            raise UserError(f"{source}: the run has --{key.replace('_', '-')} {manifest_value(config, key)}; credit "
+                            "and pruning retrieve the K nearest entries only (rerun the source without it)")
+    if manifest_value(config, "retrieval") != "nearest":
+        raise UserError(f"{source}: the run has --retrieval {manifest_value(config, 'retrieval')}; credit and "
+                        "pruning retrieve the K nearest entries only (--retrieval nearest)")
+
+
+# ---- the plan: prompts and requests --------------------------------------------------------------
+@dataclass
+class Case:
+    """One evaluated prompt: the item, its examples in prompt order, the advice (EP+SEM_CRIT)."""
+    item: object
+    examples: list[dict]
+    advice: str | None
+    source_hash: str | None = None  # test: the request hash the source run logged for this prompt
+
+
+@dataclass
+class Request:
+    case: Case
+    strategy: str  # FULL, without:ID or NULL
+    examples: list[dict]
+    removed: str | None = None
+    nearest_other: float | None = None
+    nearest_other_id: str | None = None
+    fresh: bool = False  # the null control: asked of the model itself
+    prompt: object = None
+    schema: dict = field(default_factory=dict)
+    hash: str = ""
+
+
+def entry_vectors(folder: Path, entries: list[dict], encoder) -> dict:
+    """Entry id -> its question's vector, from the FAISS indexes of memory/ (encoded again when an index is
+    missing or does not match its pool)."""
+    import faiss
+    import numpy as np
+
+    from critique.engine.memory.episodic import _index_path, pool_of
+
+    pools: dict[str, list[int]] = {}
+    for row, entry in enumerate(entries):
+        pools.setdefault(pool_of(entry.get("user")), []).append(row)
+    out = {}
+    for pool, rows in pools.items():
+        path = _index_path(folder, pool)
+        index = faiss.read_index(str(path)) if path.exists() else None
+        if index is not None and index.ntotal == len(rows):
+            found = index.reconstruct_n(0, index.ntotal)
+        else:
+            found = np.asarray(encoder().encode([entries[r]["question"] for r in rows]), dtype=np.float32)
+        out.update({entries[r]["id"]: found[n] for n, r in enumerate(rows)})
+    return out
+
+
+def nearest(vector, entries: list[dict], vectors: dict, k: int, exclude_item: str | None = None) -> list[dict]:
+    """The k entries (of one pool) most similar to ``vector`` (inner product, as the FAISS index), nearest
+    first, never the entry of ``exclude_item``."""
+    import numpy as np
+
+    pool = [e for e in entries if e["item_id"] != exclude_item]
+    if not pool or k <= 0:
+        return []
+    scores = np.stack([vectors[e["id"]] for e in pool]) @ np.asarray(vector, dtype=np.float32)
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [pool[i] for i in order]
+
+
+def _advice(semantic: dict, user: str | None, strategy: str) -> tuple[bool, str | None]:
+    from critique.engine.memory.episodic import pool_of
+    from critique.engine.strategies import STRATEGIES as ALL
+
+    if not ALL[strategy].semantic:
+        return True, None
+    advice = (semantic.get(pool_of(user)) or {}).get("advice")
+    return bool(advice), advice
+
+
+def read_source(source: Path) -> dict:
+    """What the credit test reads of the source run: manifest, memory entries, semantic memory."""
+    source = Path(source)
+    if not rundir.is_run_dir(source):
+        raise FileNotFoundError(f"{source}: not a run directory (no {rundir.MANIFEST})")
+    manifest = json.loads((source / rundir.MANIFEST).read_text(encoding="utf-8"))
+    episodic = source / rundir.MEMORY / "episodic.jsonl"
+    if not episodic.exists():
+        from critique.base.errors import UserError
+
+        raise UserError(f"{source}: no {episodic.relative_to(source)} (the run has no episodic memory to credit)")
+    semantic_path = source / rundir.MEMORY / "semantic.json"
+    semantic = json.loads(semantic_path.read_text(encoding="utf-8")) if semantic_path.exists() else {}
+    return {"path": source, "manifest": manifest, "entries": rundir.read_jsonl(episodic), "semantic": semantic}
+
+
+def test_cases(run, source: dict, strategy: str, half: int | None, skipped: list[str]) -> list[Case]:
+    """The source run's test prompts of ``strategy`` (``half``: only the test items of that half), each
+    rebuilt from the entry ids its prediction logged."""
+    by_id = {e["id"]: e for e in source["entries"]}
+    items = {(i.user, i.id): i for i in run.dataset.test}
+    predictions = [p for p in rundir.read_jsonl(source["path"] / rundir.PREDICTIONS)
+                   if p.get("stage") == "test" and p.get("strategy") == strategy]
+    cases, empty = [], 0
+    for p in rundir.latest(predictions):
+        item = items.get((p.get("user"), p["item_id"]))
+        if item is None or p.get("error") or p.get("request_hash") is None:
+            skipped.append(f"{p['item_id']}: " + ("not in the dataset's test split" if item is None else
+                                                  "its source prediction has no answer (an error)"))
+            continue
+        if half is not None and half_of(item.user, item.id, run.config.seed) != half:
+            continue
+        if not p.get("retrieved"):
+            empty += 1
+            continue
+        missing = [i for i in p.get("retrieved") or [] if i not in by_id]
+        if missing:
+            skipped.append(f"{item.id}: retrieved {', '.join(missing)}, not in memory/episodic.jsonl")
+            continue
+        ok, advice = _advice(source["semantic"], item.user, strategy)
+        if not ok:
+            skipped.append(f"{item.id}: no semantic memory for its pool")
+            continue
+        cases.append(Case(item, [by_id[i] for i in p.get("retrieved") or []], advice, p["request_hash"]))
+    if empty:
+        skipped.append(f"{empty} prompts retrieved no entry (nothing to delete)")
+    return cases
+
+
+def train_cases(run, source: dict, strategy: str, vectors: dict, skipped: list[str]) -> list[Case]:
+    """Leave-one-out over train: each train question with the K nearest other entries of its pool."""
+    from critique.engine.memory.episodic import pool_of
+
+    train = list(run.dataset.train)
+    encoded = run.encoder.encode([i.question for i in train]) if train else []
+    pools: dict[str, list[dict]] = {}
+    for e in source["entries"]:
+        pools.setdefault(pool_of(e.get("user")), []).append(e)
+    cases = []
+    for item, vector in zip(train, encoded):
+        ok, advice = _advice(source["semantic"], item.user, strategy)
+        if not ok:
+            skipped.append(f"{item.id}: no semantic memory for its pool")
+            continue
+        examples = nearest(vector, pools.get(pool_of(item.user), []), vectors, run.config.k, item.id)
+        cases.append(Case(item, examples, advice))
+    return cases
+
+
+def _prompt(run, strategy: str, case: Case, examples: list[dict], cite: bool):
+    from critique.engine import agents, parsing
+    from critique.engine.strategies import STRATEGIES as ALL
+
+    prompt = agents.performance_prompt(ALL[strategy].template, run.task, case.item, run.space, examples,
+                                       case.advice, run.config.parts)
+    schema = run.dataset.card.response_schema
+    if cite:
+        messages = [dict(m) for m in prompt.messages]
+        messages[-1]["content"] = messages[-1]["content"].rstrip("\n") + "\n" + CITE_INSTRUCTION + "\n"
+        prompt = agents.Prompt(prompt.template, prompt.template_hash, messages)
+        schema = parsing.cite_schema(schema, len(examples))
+    return prompt, schema
+
+
+def requests(run, cases: list[Case], strategy: str, vectors: dict, cite: bool, null: int) -> list[Request]:
+    """Every request of the credit test: per case the full prompt and one per retrieved entry; then the
+    null control's re-asked full prompts (a seeded sample of ``null`` cases)."""
+    import numpy as np
+
+    out = []
+    for case in cases:
+        out.append(Request(case, FULL, case.examples))
+        for n, entry in enumerate(case.examples):
+            others = case.examples[:n] + case.examples[n + 1:]
+            sims = [(float(np.dot(vectors[entry["id"]], vectors[o["id"]])), o["id"]) for o in others
+                    if entry["id"] in vectors and o["id"] in vectors]
+            best = max(sims) if sims else (None, None)
+            out.append(Request(case, without(entry["id"]), others, entry["id"], best[0], best[1]))
+    sample = random.Random(run.config.seed).sample(cases, min(int(null), len(cases))) if null else []
+    out += [Request(case, NULL, case.examples, fresh=True) for case in sample]
+    for r in out:
+        r.prompt, r.schema = _prompt(run, strategy, r.case, r.examples, cite)
+        r.hash = run.llm.request_hash(run.llm.request(r.prompt.messages, r.schema, "answer"))
+    return out
+
+
+def done(run, r: Request) -> bool:
+    from critique.engine.pipeline import pkey
+
+    return pkey(stage(r), r.strategy, r.case.item.user, r.case.item.id) in run.predictions
+
+
+def stage(r: Request) -> str:
+    return CREDIT_NULL if r.fresh else CREDIT
+
+
+def costs(run, todo: list[Request]) -> int:
+    """Calls the credit test will request: every request not yet answered in this run directory nor in the
+    source run's log (a null control's always; the response cache may still answer some)."""
+    return sum(1 for r in todo if not done(run, r) and (r.fresh or (r.hash not in run.logged
+                                                                   and r.hash not in run.reuse)))
+
+
+# ---- answering ---------------------------------------------------------------------------------
+async def answer(run, r: Request, cite: bool, counter: dict) -> dict:
+    """One request: call (logged), parse, prediction record (like Run.answer, with the citation)."""
+    from critique.engine import agents, parsing
+
+    item = r.case.item
+    if r.fresh or (r.hash not in run.logged and r.hash not in run.reuse):
+        counter["requested"] += 1
+    result = await run.call(stage(r), r.strategy, item.id, item.user, r.prompt, r.schema, "answer", fresh=r.fresh)
+    outcome = agents.answer_record(result, item, run.space, stage(r), r.strategy)
+    if result.context_overflow:
+        outcome = {**outcome, "answer": None, "correct": False, "parse_failed": False, "timeout": False,
+                   "error": None}
+    cited = None
+    if cite and result.error is None and not result.context_overflow:
+        numbers = parsing.parse_cited(result.text, len(r.examples))
+        cited = None if numbers is None else [r.examples[n - 1]["id"] for n in numbers]
+    return run.record_prediction(stage(r), r.strategy, item, result, {**outcome,
+                                                                    "context_overflow": result.context_overflow},
+                                 [e["id"] for e in r.examples],
+                                 {"removed": r.removed, "cited": cited, "nearest_other": r.nearest_other,
+                                  "nearest_other_id": r.nearest_other_id})
+
+
+def work_for(plan: dict):
+    async def work(run) -> None:
+        run.fresh_stages = frozenset({CREDIT_NULL})  # never the response cache nor a matching run
+        todo = [r for r in plan["requests"] if not done(run, r)]
+        await run.each(todo, lambda r: answer(run, r, plan["cite"], plan["counter"]), "credit")
+    return work
+
+
+def plan(run, source: dict, strategy: str, on: str, cite: bool, null: int) -> dict:
+    """The credit test's requests for an opened credit run; ``skipped``: prompts left out, and why."""
+    skipped: list[str] = []
+    vectors = entry_vectors(source["path"] / rundir.MEMORY, source["entries"], lambda: run.encoder)
+    if on == "train":
+        cases = train_cases(run, source, strategy, vectors, skipped)
+    else:
+        cases = test_cases(run, source, strategy, 0 if on == "test-half" else None, skipped)
+    todo = requests(run, cases, strategy, vectors, cite, null)
+    mismatched = [r.case.item.id for r in todo
+                  if r.strategy == FULL and r.case.source_hash and not cite and r.hash != r.case.source_hash]
+    return {"requests": todo, "cases": cases, "skipped": skipped, "cite": cite, "counter": {"requested": 0},
+            "mismatched": mismatched}
+
+
+def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = False, null: int = 0,
+            out: Path | None = None, progress: bool = True, say=print, **changes) -> dict:
+    """Run the credit test (resumable); says its cost in calls before the first call. Returns the plan
+    (with ``cost`` and ``counter['requested']``, the calls requested) and the outcome."""
+    from critique.base.errors import UserError
+    from critique.experiments import reuse
+    from critique.runner import execute_run
+
+    if strategy not in STRATEGIES:
+        raise UserError(f"credit needs a strategy whose prompts hold memory entries: {', '.join(STRATEGIES)}, "
+                        f"not {strategy!r}")
+    if on not in ON:
+        raise UserError(f"--on must be one of {', '.join(ON)}, not {on!r}")
+    if null < 0:
+        raise UserError(f"--null must be at least 0, not {null}")
+    source = read_source(source_dir)
+    manifest = source["manifest"]
+    refuse_unrebuildable(manifest, source_dir)
+    if on != "train" and strategy not in manifest["config"].get("strategies", []):
+        raise UserError(f"{source_dir}: the run has no {strategy} test predictions to credit (use --on train)")
+    config = source_config(manifest, **changes)
+    out = Path(out) if out else default_out(source_dir, strategy, on, cite)
+    probe = credit_probe(strategy, on, cite, null, source_dir, manifest["run_id"])
+    pool = reuse.matching_calls([str(source_dir)], config.model, manifest["dataset"]["checksum"], exclude=out)
+    state: dict = {}
+
+    def setup(run) -> None:
+        if run.dataset.checksum != manifest["dataset"]["checksum"]:
+            raise UserError(f"{source_dir}: its dataset ({manifest['dataset']['name']}) is not the data found now "
+                            "(checksum differs); credit needs the very items the run answered")
+        state.update(plan(run, source, strategy, on, cite, null))
+        state["cost"] = costs(run, state["requests"])
+        n_del = sum(r.strategy.startswith(WITHOUT) for r in state["requests"])
+        say(f"credit {strategy} on {on}: {len(state['cases'])} prompts, {n_del} deletions, "
+            f"{sum(r.strategy == NULL for r in state['requests'])} null-control repeats; cost: {state['cost']} calls "
+            "(requests not yet answered in this run directory or the source run's log; the response cache may "
+            "answer some)")
+        for line in state["skipped"]:
+            say(f"critique: warning: credit: prompt left out: {line}")
+        if state["mismatched"]:
+            say(f"critique: warning: {len(state['mismatched'])} rebuilt full prompts differ from the source run's "
+                f"logged requests ({', '.join(state['mismatched'][:5])}...): templates or settings changed since")
+
+    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=lambda run: work_for(state)(run),
+                             setup=setup, progress=progress)
+    state["outcome"] = outcome
+    state["out"] = out
+    return state

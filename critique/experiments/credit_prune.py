@@ -1,0 +1,188 @@
+"""Pruning by credit (shared/MEMORY.md sections 1 and 3): remove entries from episodic memory by a rule
+and score EP_CRIT and EP+SEM_CRIT on questions the credit never saw.
+
+Rules (``--prune``, comma-separated):
+
+- ``toxic``: the entries the credit run found toxic (critique.analysis.credit);
+- ``lowest:N``: the N entries of lowest credit (net D over the prompts that retrieved them; ties by id);
+- ``random:N``: N entries at random (seeds 0..``--seeds``-1);
+
+and always ``none`` (nothing removed) and, for ``toxic`` and ``lowest:N``, the budget-matched control:
+the same number of entries removed at random, once per seed (MEMORY.md: generic pruning is no fix, and
+reported random pruning *lowered* quality).
+
+Held-out questions: with ``--on train`` every test question (the credit was measured on train), with
+``--on test-half`` the other half of test; ``--on test`` is refused (pruning on the questions the
+credit was measured on selects on the test set). Each held-out question retrieves its K nearest entries
+among those left (the memory's FAISS vectors, inner product as the index); EP+SEM_CRIT keeps the
+source run's advice (distilled from every entry: re-summarising a pruned memory is not done here).
+
+One run directory (default ``<credit run>__prune``, manifest probe ``{name: credit_prune, ...}``):
+predictions and calls of stage ``credit_prune``, strategy ``STRATEGY|RULE`` (``EP_CRIT|toxic``,
+``EP_CRIT|random:3#1``: seed 1), field ``pruned``: the number of entries removed. The ``none`` prompts
+are the source run's own test requests when retrieval finds the same entries: answered from its log.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from critique.base import rundir
+from critique.base.vocab import CREDIT_PRUNE, EP_CRIT, EP_SEM_CRIT
+
+PRUNED = (EP_CRIT, EP_SEM_CRIT)  # the strategies scored with pruned memory
+NONE, TOXIC, LOWEST, RANDOM = "none", "toxic", "lowest", "random"
+SEP = "|"
+
+
+def parse_rules(text: str) -> list[tuple[str, int | None]]:
+    """[(kind, N)] from 'toxic,lowest:5,random:5'; ValueError with the reason."""
+    rules = []
+    for part in [p.strip() for p in str(text).split(",") if p.strip()]:
+        kind, _, n = part.partition(":")
+        if kind == TOXIC and not n:
+            rules.append((TOXIC, None))
+        elif kind in (LOWEST, RANDOM) and n.isdigit() and int(n) >= 1:
+            rules.append((kind, int(n)))
+        else:
+            raise ValueError(f"--prune: {part!r} is not toxic, lowest:N or random:N (N >= 1)")
+    if not rules:
+        raise ValueError("--prune: no rule given")
+    return list(dict.fromkeys(rules))
+
+
+def random_label(n: int, seed: int) -> str:
+    return f"{RANDOM}:{n}#{seed}"
+
+
+def removal_sets(rows: list[dict], rules: list[tuple[str, int | None]], seeds: int, seed: int) -> dict[str, list]:
+    """Rule label -> the entry ids it removes: none, each rule, and budget-matched random removals."""
+    ids = sorted(r["id"] for r in rows)
+    out: dict[str, list[str]] = {NONE: []}
+
+    def randoms(n: int) -> None:
+        for s in range(seeds):
+            out.setdefault(random_label(n, s), random.Random(f"{seed}\0{s}\0{n}").sample(ids, min(n, len(ids))))
+
+    for kind, n in rules:
+        if kind == TOXIC:
+            out[TOXIC] = sorted(r["id"] for r in rows if r["tier"] == "toxic")
+            if out[TOXIC]:
+                randoms(len(out[TOXIC]))
+        elif kind == LOWEST:
+            out[f"{LOWEST}:{n}"] = [r["id"] for r in sorted(rows, key=lambda r: (r["credit"], r["id"]))[:n]]
+            randoms(n)
+        else:
+            randoms(n)
+    return out
+
+
+@dataclass
+class Ask:
+    item: object
+    strategy: str  # STRATEGY|RULE
+    prompt: object
+    retrieved: list[str]
+    pruned: int
+    hash: str = ""
+
+
+def held_out(run, on: str) -> list:
+    from critique.experiments.credit import half_of
+
+    if on == "train":
+        return list(run.dataset.test)
+    return [i for i in run.dataset.test if half_of(i.user, i.id, run.config.seed) == 1]
+
+
+def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[str]) -> list[Ask]:
+    from critique.engine import agents
+    from critique.engine.memory.episodic import pool_of
+    from critique.engine.strategies import STRATEGIES as ALL
+    from critique.experiments.credit import _advice, entry_vectors, nearest
+
+    vectors = entry_vectors(source["path"] / rundir.MEMORY, source["entries"], lambda: run.encoder)
+    items = held_out(run, on)
+    encoded = run.encoder.encode([i.question for i in items]) if items else []
+    out = []
+    for label, removed in sets.items():
+        gone = set(removed)
+        pools: dict[str, list[dict]] = {}
+        for e in source["entries"]:
+            if e["id"] not in gone:
+                pools.setdefault(pool_of(e.get("user")), []).append(e)
+        for item, vector in zip(items, encoded):
+            examples = nearest(vector, pools.get(pool_of(item.user), []), vectors, run.config.k, item.id)
+            for strategy in PRUNED:
+                ok, advice = _advice(source["semantic"], item.user, strategy)
+                if not ok:
+                    skipped.append(f"{strategy} {item.id}: no semantic memory for its pool")
+                    continue
+                prompt = agents.performance_prompt(ALL[strategy].template, run.task, item, run.space, examples,
+                                                   advice, run.config.parts)
+                out.append(Ask(item, f"{strategy}{SEP}{label}", prompt, [e["id"] for e in examples], len(removed)))
+    schema = run.dataset.card.response_schema
+    for a in out:
+        a.hash = run.llm.request_hash(run.llm.request(a.prompt.messages, schema, "answer"))
+    return out
+
+
+def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: list, seeds: int, *,
+            out: Path | None = None, progress: bool = True, say=print, **changes) -> dict:
+    """Score the pruned memories (resumable); says its cost in calls before the first call."""
+    from critique.analysis import credit as analysis
+    from critique.base.errors import UserError
+    from critique.engine.pipeline import pkey
+    from critique.experiments import reuse
+    from critique.experiments.credit import read_source, refuse_unrebuildable, source_config
+    from critique.runner import execute_run
+
+    if on == "test":
+        raise UserError("--prune needs --on train or --on test-half: pruning by credit measured on the test "
+                        "questions and scoring it on them selects on the test set")
+    if seeds < 1:
+        raise UserError(f"--seeds must be at least 1, not {seeds}")
+    source = read_source(source_dir)
+    manifest = source["manifest"]
+    refuse_unrebuildable(manifest, source_dir)
+    summary = analysis.summary(credit_dir, source_dir)
+    config = source_config(manifest, **changes)
+    sets = removal_sets(summary["rows"], rules, seeds, config.seed)
+    credit_manifest = rundir.read_run(credit_dir)["manifest"]
+    out = Path(out) if out else Path(credit_dir).parent / f"{Path(credit_dir).name}__prune"
+    probe = {"name": CREDIT_PRUNE, "strategy": strategy, "on": on, "source": Path(source_dir).name,
+             "source_run_id": manifest["run_id"], "credit": Path(credit_dir).name,
+             "credit_run_id": credit_manifest["run_id"]}
+    pool = reuse.matching_calls([str(source_dir)], config.model, manifest["dataset"]["checksum"], exclude=out)
+    state: dict = {"counter": {"requested": 0}, "sets": sets}
+
+    def setup(run) -> None:
+        state["skipped"] = []
+        state["asks"] = asks(run, source, sets, on, state["skipped"])
+        todo = [a for a in state["asks"]
+                if pkey(CREDIT_PRUNE, a.strategy, a.item.user, a.item.id) not in run.predictions]
+        state["todo"] = todo
+        state["cost"] = len({a.hash for a in todo if a.hash not in run.logged and a.hash not in run.reuse})
+        say(f"prune: {len(sets)} memories ({', '.join(f'{k}: -{len(v)}' for k, v in sets.items())}) x "
+            f"{len(held_out(run, on))} held-out questions x {', '.join(PRUNED)}; cost: {state['cost']} calls")
+        for line in dict.fromkeys(state["skipped"]):
+            say(f"critique: warning: prune: left out: {line}")
+
+    async def work(run) -> None:
+        async def one(same: list[Ask]) -> None:  # identical requests (two rules removing the same): paid once
+            for a in same:
+                if a.hash not in run.logged and a.hash not in run.reuse:
+                    state["counter"]["requested"] += 1
+                await run.answer(CREDIT_PRUNE, a.strategy, a.item, a.prompt, seed=(CREDIT_PRUNE, a.strategy),
+                                 retrieved=a.retrieved, extra={"pruned": a.pruned})
+
+        groups: dict[str, list[Ask]] = {}
+        for a in state["todo"]:
+            groups.setdefault(a.hash, []).append(a)
+        await run.each(list(groups.values()), one, "prune")
+
+    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=work, setup=setup, progress=progress)
+    state.update(outcome=outcome, out=out)
+    return state

@@ -1,0 +1,176 @@
+"""De-inflation (issue 16; shared/MEMORY.md section 1): demote the memory entries a verifier flagged, re-run the
+critique strategies that retrieve them on the test split, and compare with demoting as many entries at random.
+
+``critique deinflate RUN --verifier V --control random:S --mode doubt|drop`` reads RUN (a plain run with episodic
+memory) and its verify run (``critique verify RUN --verifier V``; default ``RUN__verify-V``). The entries the
+verifier flagged (``survives`` false; checks that ended in an error count as not flagged and are said) are
+demoted:
+
+- ``doubt``: each keeps its place in memory, but its stored verdict (the critique's ``correct_answer``) carries
+  the doubtful mark of ``prompts/<set>/doubtful.j2``, so EP prompts show it as doubtful. The mark is written
+  into the entry (``doubtful: true``), not into the EP templates: a prompt that retrieves no demoted entry is
+  the very request of RUN (same messages, same hash), answered from RUN's log without a call.
+- ``drop``: they leave memory; each test question retrieves its K nearest among the others.
+
+Then EP_CRIT and EP+SEM_CRIT answer every test question (EP+SEM_CRIT keeps RUN's advice: the semantic memory is
+not distilled again). The control: the same number of entries, chosen at random among all (seed s of
+0..S-1), demoted the same way. Each arm is an ordinary run directory (resumable; the response cache and RUN's
+log answer every request already made):
+
+    <parent>/<RUN>__deinflate-<mode>-<verifier>/      the flagged entries demoted
+    <parent>/<RUN>__deinflate-<mode>-random<n>-s<s>/  n random entries demoted (shared by verifiers flagging n)
+
+Manifest ``probe`` = ``{name: deinflate, mode, demote (verifier | random), verifier (null for random), seed
+(null for the verifier), demoted (n), source, source_run_id, verify_run}``; the arm's memory/ holds the memory
+it used and ``memory/demoted.json`` the demoted ids. Test predictions are ordinary test records.
+The table: critique.analysis.deinflate.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+from critique.base import rundir
+from critique.base.errors import UserError
+from critique.base.ids import entry_id
+from critique.base.vocab import DEINFLATE, DEMOTIONS, EP_CRIT, EP_SEM_CRIT
+
+STRATEGIES = [EP_CRIT, EP_SEM_CRIT]
+DOUBTFUL = "doubtful.j2"
+DEMOTED = "demoted.json"  # memory/: the ids an arm demoted
+VERIFIER, RANDOM = "verifier", "random"
+
+
+def parse_control(text: str) -> int:
+    """The number of random seeds of ``random:S``; ValueError otherwise."""
+    kind, _, n = str(text or "").strip().partition(":")
+    if kind != RANDOM or not n.strip().isdigit() or int(n) < 1:
+        raise ValueError(f"--control must be random:S (S >= 1 seeds), not {text!r}")
+    return int(n)
+
+
+def check_mode(mode: str) -> str:
+    if mode not in DEMOTIONS:
+        raise ValueError(f"--mode must be one of {', '.join(DEMOTIONS)}, not {mode!r}")
+    return mode
+
+
+def flagged_ids(verify_run: Path, source_run_id: str) -> tuple[list[str], int, int]:
+    """(ids of the entries the verify run flagged, entries checked, checks that ended in an error)."""
+    manifest_path = Path(verify_run) / rundir.MANIFEST
+    if not manifest_path.is_file():
+        raise UserError(f"{verify_run}: no verify run there; run `critique verify` on the run first (or give "
+                        "--verify-run)")
+    probe = json.loads(manifest_path.read_text(encoding="utf-8")).get("probe") or {}
+    if probe.get("name") != "verify":
+        raise UserError(f"{verify_run}: not a verify run (its manifest's probe is {probe.get('name')!r})")
+    if probe.get("source_run_id") != source_run_id:
+        raise UserError(f"{verify_run}: checks run {probe.get('source_run_id')!r}, not this run ({source_run_id})")
+    checks = [p for p in rundir.latest(rundir.read_jsonl(Path(verify_run) / rundir.PREDICTIONS))
+              if p.get("stage") == "probe" and p.get("verifier")]
+    done = [p for p in checks if not p.get("error")]
+    ids = sorted(entry_id(p.get("user"), p["item_id"]) for p in done if p.get("survives") is False)
+    return ids, len(done), len(checks) - len(done)
+
+
+def random_ids(ids: list[str], n: int, seed: int, run_seed: int) -> list[str]:
+    return sorted(random.Random(f"{run_seed}\0deinflate\0{seed}\0{n}").sample(sorted(ids), min(n, len(ids))))
+
+
+def arm_probe(mode: str, demote: str, verifier: str | None, seed: int | None, demoted: int, source: Path,
+              source_run_id: str, verify_run: Path | None, out: Path) -> dict:
+    """``source``, ``verify_run``: relative to the folder holding the arm's run directory ``out`` (their names
+    when beside it), so the logs can move together."""
+    from critique.experiments.verify import beside
+
+    return {"name": DEINFLATE, "mode": mode, "demote": demote, "verifier": verifier, "seed": seed,
+            "demoted": demoted, "source": beside(source, out), "source_run_id": source_run_id,
+            "verify_run": beside(verify_run, out) if verify_run else None}
+
+
+def arm_dir(parent: Path, source: Path, mode: str, verifier: str | None, n: int, seed: int | None) -> Path:
+    from critique.runner import safe
+
+    tail = f"random{n}-s{seed}" if verifier is None else safe(verifier.replace(":", "-"))
+    return Path(parent) / f"{Path(source).name}__{DEINFLATE}-{mode}-{tail}"
+
+
+def marked(entry: dict, prompt_set: str) -> dict:
+    """The entry with its stored verdict marked doubtful (doubtful.j2), and ``doubtful: true``."""
+    from critique.engine import prompts
+
+    critique = dict(entry["critique"])
+    critique["correct_answer"] = prompts.render(DOUBTFUL, prompt_set,
+                                                assertion=str(critique.get("correct_answer") or "")).strip()
+    return {**entry, "critique": critique, "doubtful": True}
+
+
+def demoted_memory(source: Path, demoted: set[str], mode: str, prompt_set: str, encoder):
+    """RUN's episodic memory with the ``demoted`` ids marked (doubt) or left out (drop)."""
+    import numpy as np
+
+    from critique.engine.memory.episodic import EpisodicMemory
+
+    memory = EpisodicMemory.load(Path(source) / rundir.MEMORY, lambda: encoder)
+    vectors = None
+    for rows, index in memory._pools.values():
+        found = index.reconstruct_n(0, index.ntotal)
+        if vectors is None:
+            vectors = np.zeros((len(memory.entries), found.shape[1]), dtype=np.float32)
+        vectors[rows] = found
+    if vectors is None:
+        return memory
+    if mode == "drop":
+        keep = [n for n, e in enumerate(memory.entries) if e["id"] not in demoted]
+        return EpisodicMemory([memory.entries[n] for n in keep], vectors[keep])
+    entries = [marked(e, prompt_set) if e["id"] in demoted else e for e in memory.entries]
+    return EpisodicMemory(entries, vectors)
+
+
+def install(run, source: Path, demoted: list[str]) -> None:
+    """Put the arm's memory into ``run`` (and its memory/ folder): RUN's, demoted; RUN's semantic memory."""
+    from critique.engine.memory import semantic
+
+    mode = run.probe["mode"]
+    run.memory = demoted_memory(source, set(demoted), mode, run.config.prompts, run.encoder)
+    run.memory.save(run.out / rundir.MEMORY)
+    run.semantic = semantic.load(Path(source) / rundir.MEMORY)
+    semantic.save(run.out / rundir.MEMORY, run.semantic)
+    rundir.write_json_atomic(run.out / rundir.MEMORY / DEMOTED, {"mode": mode, "ids": sorted(demoted)})
+
+
+def cost(run, source_hashes: set[str]) -> tuple[int, int]:
+    """(test prompts still to answer, of those the ones neither RUN's log nor this arm's answers)."""
+    from critique.engine.memory.episodic import entry_id
+    from critique.engine.pipeline import pkey
+
+    test = run.dataset.test
+    todo = [(s, i) for i in test for s in STRATEGIES if pkey("test", s, i.user, i.id) not in run.predictions]
+    if not todo:
+        return 0, 0
+    vectors = dict(zip((entry_id(i) for i in test), run.encoder.encode([i.question for i in test])))
+    new = 0
+    for strategy, item in todo:
+        found = run.performance_prompt(strategy, item, vectors[entry_id(item)], item.id)
+        if found is None:
+            continue
+        prompt = found[0]
+        key = run.llm.request_hash(run.llm.request(prompt.messages, run.dataset.card.response_schema, "answer"))
+        new += key not in source_hashes and key not in run.logged
+    return len(todo), new
+
+
+def arm_work(source: Path, demoted: list[str]):
+    async def work(run) -> None:
+        if run.memory is None:
+            install(run, source, demoted)
+        await run.test_stage()
+
+    return work
+
+
+def arm_config(config):
+    return replace(config, strategies=list(STRATEGIES))

@@ -233,18 +233,8 @@ def test_mcr_gen_keeps_an_item_set_in_one_split(seed):
     assert len(items) == 500 and not train & {frozenset(i.meta["items"]) for i in items[250:]}
 
 
-# The task text the shipped logs ran with: it stated how the conditions combine, the very lesson the
-# memory is to learn, and was replaced; the items (train.jsonl, test.jsonl) are the same.
-LOGGED_TASK = ("Five items are ranked by three conditions. A high-priority condition always wins over a "
-               "medium one, and a medium one over a low one; a lower condition only orders items that the "
-               "higher ones leave tied. Choose the ordering (1-4) that follows the conditions.")
-
-
 def test_mcr_gen_seed_0_is_what_the_shipped_logs_ran(tmp_path):
-    from critique.datasets.splits import dataset_files, files_checksum
-
     manifest = json.loads((ROOT / "logs" / "mcr-gen__local_smollm2" / "manifest.json").read_text())
     built = mcr_gen.build(tmp_path / "mcr-gen", seed=0)
-    assert built.checksum != manifest["dataset"]["checksum"]  # the task text changed, not the items
-    card = dataclasses.replace(built.card, task=LOGGED_TASK)
-    assert files_checksum(dataset_files(built.path, card, built.train, built.test)) == manifest["dataset"]["checksum"]
+    assert built.checksum == manifest["dataset"]["checksum"]  # the builder's data, task text included
+    assert (manifest["dataset"]["n_train"], manifest["dataset"]["n_test"]) == (250, 250)  # full size

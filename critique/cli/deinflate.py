@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from critique.cli.options import add_rerun_options, rerun_config
+
 
 def register(sub) -> None:
     p = sub.add_parser("deinflate", help="demote the memory entries a verifier flagged and re-run EP strategies, "
@@ -20,15 +22,12 @@ def register(sub) -> None:
                                                    "prompts; drop: flagged entries removed from memory")
     p.add_argument("--verify-run", help="the verify run (default RUN_DIR__verify-<verifier>)")
     p.add_argument("--out", help="folder of the arms' run directories (default: RUN_DIR's folder)")
-    p.add_argument("--concurrency", type=int, default=None, help="calls in flight (default: the run's)")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the shared response cache")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_rerun_options(p)
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
     import asyncio
-    from dataclasses import replace
 
     from critique.base.errors import UserError
     from critique.datasets.registry import resolve
@@ -45,12 +44,7 @@ def main(args) -> int:
         raise UserError(str(exc)) from None
     config, manifest = verify.source_config(source)
     config = deinflate.arm_config(config)
-    if args.concurrency is not None:
-        if args.concurrency < 1:
-            raise UserError(f"--concurrency must be at least 1, not {args.concurrency}")
-        config = replace(config, concurrency=args.concurrency)
-    if args.no_cache:
-        config = replace(config, use_cache=False)
+    config = rerun_config(config, args)
     checked = Path(args.verify_run) if args.verify_run else \
         source.parent / f"{source.name}__verify-{safe(verifier.replace(':', '-'))}"
     flagged, done, errors = deinflate.flagged_ids(checked, manifest["run_id"])

@@ -99,3 +99,22 @@ def config_from_args(args, **fixed) -> RunConfig:
         except ValueError as exc:
             raise UserError(f"--critic/--label-budget: {exc}") from None
     return RunConfig(**values, use_cache=not getattr(args, "no_cache", False))
+
+
+def add_rerun_options(p) -> None:
+    """The options of a command that re-asks a run's model (verify, deinflate): its calls in flight, the cache,
+    the progress bars."""
+    p.add_argument("--concurrency", type=int, default=None, help="calls in flight (default: the run's)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the shared response cache")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def rerun_config(config: RunConfig, args) -> RunConfig:
+    """``config`` (the source run's) with the options of add_rerun_options applied."""
+    from dataclasses import replace
+
+    if args.concurrency is not None:
+        if args.concurrency < 1:
+            raise UserError(f"--concurrency must be at least 1, not {args.concurrency}")
+        config = replace(config, concurrency=args.concurrency)
+    return replace(config, use_cache=False) if args.no_cache else config

@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from critique.cli.options import add_rerun_options, rerun_config
+
 
 def register(sub) -> None:
     p = sub.add_parser("verify", help="check each memory entry of a run without its label (one run directory)")
@@ -17,14 +19,11 @@ def register(sub) -> None:
                         "cache; any disagreement is flagged. judge:MODEL: another model (litellm name) says, "
                         "without the label, whether the answer is right")
     p.add_argument("--out", help="run directory (default RUN_DIR__verify-<verifier>)")
-    p.add_argument("--concurrency", type=int, default=None, help="calls in flight (default: the run's)")
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the shared response cache")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_rerun_options(p)
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
-    from dataclasses import replace
 
     from critique.base.errors import UserError
     from critique.engine.scores import report_errors
@@ -38,12 +37,7 @@ def main(args) -> int:
         raise UserError(str(exc)) from None
     config, manifest = verify.source_config(source)
     config = verify.verifier_config(config, verifier)
-    if args.concurrency is not None:
-        if args.concurrency < 1:
-            raise UserError(f"--concurrency must be at least 1, not {args.concurrency}")
-        config = replace(config, concurrency=args.concurrency)
-    if args.no_cache:
-        config = replace(config, use_cache=False)
+    config = rerun_config(config, args)
     from critique.runner import safe
 
     out = Path(args.out) if args.out else source.parent / f"{source.name}__verify-{safe(verifier.replace(':', '-'))}"

@@ -16,9 +16,16 @@ def safe(text: str) -> str:
 
 
 def run_name(config, suffix: str | None = None) -> str:
-    """<dataset>__<model>[__<suffix>]"""
-    base = f"{safe(Path(config.dataset).name)}__{safe(config.model)}"
-    return f"{base}__{safe(suffix)}" if suffix else base
+    """<dataset>__<model>[__critic-<critic>][__<suffix>]: a run whose critic is not the gold one
+    (--critic noisy:R|self, --label-budget F) never takes the gold-critic run's folder."""
+    parts = [safe(Path(config.dataset).name), safe(config.model)]
+    critic = getattr(config, "critic", "gold") or "gold"
+    if critic != "gold":
+        budget = getattr(config, "label_budget", None)
+        parts.append(safe(f"critic-{critic}" + (f"-budget-{budget:g}" if budget is not None else "")))
+    if suffix:
+        parts.append(safe(suffix))
+    return "__".join(parts)
 
 
 def default_out(config) -> Path:

@@ -20,6 +20,7 @@ from critique.analysis.cells import mean
 from critique.base.assertion import asserted_option
 from critique.base.checksum import dataset_checksum
 from critique.base.errors import UserError
+from critique.base.truth import initial_right
 
 AUDIT_HELP = "audit the memory of run directories: each entry's verdict, reuse and outcome (reads logs only)"
 EPILOG = """Each run that is not a probe is audited; a suggestibility run of the same model and data among the
@@ -122,7 +123,7 @@ def entry_rows(entries: list[dict], space: list[str], truth: dict) -> list[dict]
     for e in entries:
         critique = e.get("critique") or {}
         asserted = asserted_option(critique.get("correct_answer"), space)
-        u = int(e.get("initial_answer") == e.get("gold"))
+        u = int(initial_right(e))
         r = stored_verdict(e, asserted)
         meta = truth.get((e.get("user"), str(e.get("item_id"))), {})
         rows.append({"id": e.get("id"), "item_id": e.get("item_id"), "user": e.get("user"),

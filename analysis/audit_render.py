@@ -13,8 +13,8 @@ folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`.
 - `reuse`: strategy -> `prompts`, `prompts_with_memory`, `correct_with_memory`, `accuracy_with_memory`,
   `retrievals`, `entries_reached`.
 - `entries[]`: `id`, `item_id`, `user`, `question`, `initial_answer`, `gold`, `critique`,
-  `assertion_mismatch`, `timeout`, `asserted`, `asserts_gold`, `U`, `r`, `b`, `flipped`,
-  `rule_prefers`, `n`, `correct`, `reuse` (strategy -> `n`, `correct`), `retrieved_by[]`
+  `assertion_mismatch` (null: no label shown, --critic self), `timeout`, `asserted`, `asserts_gold`, `U`,
+  `r`, `b`, `flipped`, `rule_prefers`, `n`, `correct`, `reuse` (strategy -> `n`, `correct`), `retrieved_by[]`
   (`strategy`, `user`, `item_id`, `rank`, `correct`, `score`), `similarity` (`mean`, `min`, `max`,
   `count`; null: not logged).
 - `failures`: `partner`, `note`, `wrong`, `retrieval`, `usage`, `unclassified`, `items[]` (`user`,
@@ -35,7 +35,8 @@ NOTES = {
     "summary": "U = 1: the initial answer was right; r = 1: the critique asserts the initial answer (the option its "
                "correct_answer names, parsed strictly; unknown when it names none or several); b = r - U; n: "
                "counted test prompts (all strategies) whose retrieved entries include the entry",
-    "entries": "per strategy: retrievals (answers right); similarity: retrieved_scores of those prompts",
+    "entries": "mismatch -: no label was shown (--critic self); per strategy: retrievals (answers right); "
+               "similarity: retrieved_scores of those prompts",
 }
 
 
@@ -102,6 +103,11 @@ def _shown(value) -> str:
     return "?" if value is None else str(value)
 
 
+def _mismatch(value: bool | None) -> str:
+    """An entry's assertion_mismatch: "-" when null (a --critic self entry was shown no label to mismatch)."""
+    return "-" if value is None else "yes" if value else "no"
+
+
 def entries_table(audit: dict, limit: int) -> Table:
     truth = audit["summary"]["flipped"] is not None
     strategies = [s for s in audit["reuse"] if any(r["reuse"].get(s, {}).get("n") for r in audit["entries"])]
@@ -112,7 +118,7 @@ def entries_table(audit: dict, limit: int) -> Table:
     rows = []
     for r in shown:
         values = [r["id"], r["initial_answer"], r["gold"], r["asserted"], r["U"], r["r"], r["b"],
-                  "yes" if r["assertion_mismatch"] else "no"] + ([r["flipped"]] if truth else [])
+                  _mismatch(r["assertion_mismatch"])] + ([r["flipped"]] if truth else [])
         reuse = [r["reuse"].get(s) or {"n": 0, "correct": 0} for s in strategies]
         values += [r["n"], r["correct"]] + [f"{x['n']} ({x['correct']})" for x in reuse]
         values += [_similarity(r), _short(r["critique"].get("correct_answer"))]

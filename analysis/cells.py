@@ -80,6 +80,21 @@ def mean(values) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
+def over_users(records: list[dict], of, by_user: bool = True) -> float | None:
+    """The mean over users of ``of(a user's records)`` (preference data: per user, then the mean over
+    users, as every table); all records one group when not ``by_user``; None when there are none."""
+    groups: dict = {}
+    for r in records:
+        groups.setdefault(r.get("user") if by_user else None, []).append(r)
+    return mean(of(mine) for mine in groups.values())
+
+
+def percent_correct(records: list[dict]) -> float | None:
+    """Accuracy (%) of prediction records: those whose ``correct`` is true (an error or no answer is wrong)."""
+    found = mean(r.get("correct") is True for r in records)
+    return None if found is None else 100.0 * found
+
+
 Groups = dict  # cell key -> user -> tally
 
 

@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 
 from critique.base import rundir
+from critique.base.truth import initial_right
 from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_PRUNE, CREDIT_REPEAT as NULL, \
     CREDIT_WITHOUT as WITHOUT
 
@@ -104,7 +105,7 @@ def entry_rows(entries: list[dict], rows: list[dict], cite: bool, full: list[dic
                "credit": sum(r["D"] for r in mine), "answer_changed": sum(r["answer_changed"] for r in mine),
                "cited": sum(bool(r["cited"]) for r in mine),
                "twinned": sum((r["nearest_other"] or 0) >= DUPLICATE_SIMILARITY for r in mine),
-               "initial_right": e.get("initial_answer") == e.get("gold")}
+               "initial_right": initial_right(e)}
         row["tier"] = tier(row, cite)
         out.append(row)
     return out

@@ -23,7 +23,7 @@ import json
 import statistics
 from pathlib import Path
 
-from critique.analysis.cells import mean
+from critique.analysis.cells import mean, over_users, percent_correct
 from critique.analysis.echo import critic_of
 from critique.analysis.tabular import Table
 from critique.base import rundir, vocab
@@ -53,10 +53,7 @@ def accuracy(predictions: list[dict], strategy: str, preference: bool) -> tuple[
     mine = [p for p in predictions if p.get("strategy") == strategy]
     if not mine:
         return None, 0, 0
-    groups: dict = {}
-    for p in mine:
-        groups.setdefault(p.get("user") if preference else None, []).append(p.get("correct") is True)
-    value = mean(100.0 * mean(v) for v in groups.values())
+    value = over_users(mine, percent_correct, preference)
     return value, len(mine), sum(bool(p.get("error")) for p in mine)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from critique.base import rundir, vocab
-from critique.analysis.cells import mean, name_key, value_key
+from critique.analysis.cells import mean, name_key, over_users, value_key
 from critique.analysis.tabular import ERROR_NOTE, Table, flagged, records, sort_strategies
 
 KEY = "gate"
@@ -48,12 +48,9 @@ def _predictions(metas: list[dict], problems: list[str]) -> list[dict]:
 def _per_user(records_: list[dict], value) -> float | None:
     """The mean over users of the mean of ``value(record)`` over each user's records; None when a
     record has no value (older logs)."""
-    users: dict = {}
-    for r in records_:
-        users.setdefault(r.get("user"), []).append(value(r))
-    if any(v is None for values in users.values() for v in values):
+    if any(value(r) is None for r in records_):
         return None
-    return mean(mean(values) for values in users.values())
+    return over_users(records_, lambda mine: mean(value(r) for r in mine))
 
 
 def rows(metas: list[dict], problems: list[str]) -> list[dict]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from critique.analysis.cells import mean
+from critique.analysis.cells import over_users, percent_correct
 from critique.analysis.tabular import Table
 from critique.base import rundir, vocab
 
@@ -36,12 +36,7 @@ NOTE = ("condition: the critiques in the prompt, in order (lying: the false one,
 
 
 def _rate(records: list[dict], preference: bool) -> float | None:
-    if not records:
-        return None
-    groups: dict = {}
-    for p in records:
-        groups.setdefault(p.get("user") if preference else None, []).append(p.get("correct") is True)
-    return mean(100.0 * mean(v) for v in groups.values())
+    return over_users(records, percent_correct, preference)
 
 
 def run_rows(path: Path, problems: list[str]) -> list[dict]:

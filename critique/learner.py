@@ -21,7 +21,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from critique.base import rundir
@@ -29,7 +29,7 @@ from critique.engine import parsing
 from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, dataset_files, files_checksum, write_files
 from critique.engine.memory import semantic as semantic_store
 from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
-from critique.base.config import BOUNDS, RunConfig, bound_problem, manifest_config
+from critique.base.config import BOUNDS, RunConfig, bound_problem, manifest_run_config
 from critique.engine.strategies import STRATEGIES
 
 STAGE = "predict"
@@ -98,9 +98,7 @@ class Learner:
         if not rundir.is_run_dir(run_dir):
             raise FileNotFoundError(f"{run_dir}: not a run directory (no {rundir.MANIFEST})")
         manifest = json.loads((run_dir / rundir.MANIFEST).read_text(encoding="utf-8"))
-        known = {f.name for f in fields(RunConfig)}
-        config = replace(RunConfig(**{k: v for k, v in manifest_config(manifest["config"]).items() if k in known}),
-                         **options)
+        config = replace(manifest_run_config(manifest), **options)
         local = run_dir / DATA  # a learner's run directory, possibly moved since it was fitted
         if (local / CARD).exists() and dataset_checksum(local) == manifest["dataset"]["checksum"]:
             config = replace(config, dataset=str(local))

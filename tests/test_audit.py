@@ -4,6 +4,7 @@ sources; every number below is worked out by hand from the synthetic run directo
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -277,7 +278,11 @@ def test_cli_formats(runs, tmp_path, capsys):
 def test_the_shipped_logs(capsys):
     assert main(["audit", str(ROOT / "logs")]) == 0
     out = capsys.readouterr().out
-    assert "## local/smollm2 / mcr-gen: plain run" in out and "## local/smollm2 / pref-gen: plain run" in out
+    plain = [p for p in sorted((ROOT / "logs").iterdir()) if (p / rundir.MANIFEST).exists()
+             and not {"probe", "ablation"} & {k for k, v in json.loads((p / rundir.MANIFEST).read_text()).items() if v}]
+    assert {p.name.split("__")[0] for p in plain} == {"mcr-gen", "pref-gen"}
+    for path in plain:  # every plain run shipped (gold, noisy and self critics) is audited
+        assert f": plain run ({path})" in out, path.name
     assert "Suggestibility partner: " + str(ROOT / "logs") in out
 
 
@@ -292,3 +297,40 @@ print(sorted(m for m in heavy if m in sys.modules))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_u_is_the_truth_where_the_run_believes_otherwise():
+    """U (critique.base.truth.initial_right) compares the initial answer with the gold label; contrast
+    retrieval's ``right`` is what the run believes (the label shown, or the self critic's verdict)."""
+    from critique.base.truth import initial_right
+    from critique.engine.memory import selection
+
+    noisy = {"initial_answer": "2", "gold": "1", "label": "2", "verdict": None}  # shown a flipped label
+    assert selection.right(noisy) and not initial_right(noisy)
+    self_wrong = {"initial_answer": "1", "gold": "1", "label": None, "verdict": "wrong"}
+    assert initial_right(self_wrong) and not selection.right(self_wrong)
+
+
+def test_a_self_critic_entry_has_no_mismatch_to_show(home, fake_llm, capsys, tmp_path):
+    """An entry of a --critic self run was shown no label: its assertion_mismatch is null (not applicable),
+    shown as "-" in the entries table (markdown and HTML), not as "no" (checked, no mismatch)."""
+    from critique.cli import main as critique_main
+
+    out = home / "runs" / "self"
+    assert critique_main(["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "6", "--k", "3",
+                          "--critic", "self", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["audit", str(out), "--format", "json"]) == 0
+    entries = json.loads(capsys.readouterr().out)["audits"][0]["entries"]
+    assert len(entries) == 6 and all(e["assertion_mismatch"] is None for e in entries)
+    assert main(["audit", str(out)]) == 0
+    lines = capsys.readouterr().out.split("### Entries", 1)[1].split("\n\n")[1].splitlines()
+    column = [c.strip() for c in lines[0].strip("|").split("|")].index("mismatch")
+    cells = [[c.strip() for c in line.strip("|").split("|")][column] for line in lines[2:]]
+    assert cells == ["-"] * 6
+    page = tmp_path / "audit.html"
+    assert main(["audit", str(out), "--format", "html", "-o", str(page)]) == 0
+    table = page.read_text(encoding="utf-8").split("Entries, most reused first", 1)[1].split("</table>", 1)[0]
+    column = re.findall(r"<th[^>]*>(.*?)</th>", table).index("mismatch")
+    rows = re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]
+    assert [re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)[column] for row in rows] == ["-"] * 6

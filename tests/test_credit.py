@@ -1,6 +1,7 @@
 """`critique credit`: the deletion test on a scripted fake model whose answers depend on which memory
 entries its prompt shows, so every tier is known in advance (shared/MEMORY.md section 3)."""
 
+import hashlib
 import json
 import shutil
 
@@ -148,6 +149,9 @@ def test_test_half_credits_one_half(source, fake_llm, capsys):
     out = source.parent / "fruit__credit-EP_CRIT-test-half"
     items = {p["item_id"] for p in rundir.read_jsonl(out / "predictions.jsonl")}
     assert items == {k for k in TEST if half_of(None, k, 0) == 0}
+    # the halves of runs on disk: the first bit of the hash of (seed, user, item id)
+    assert all(half_of(u, k, s) == hashlib.sha256(f"{s}\0{u or ''}\0{k}".encode()).digest()[0] & 1
+               for u in (None, "u1") for k in TEST for s in (0, 7))
     assert said_cost(capsys.readouterr().out) == len(fake_llm.CALLS) == 6 * len(items)
 
 

@@ -4,6 +4,7 @@ labels and says which, the label budget is nested, and EP_LABEL shows what the r
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -192,6 +193,22 @@ def test_noisy_flips_round_r_n_seeded_items(rate, n, flipped):
         assert any(o != chosen for o in others)  # the seed chooses
 
 
+def test_the_noisy_order_is_its_own_seeded_order():
+    """The labels a noisy critic flips are the first of (seed, "noisy", user, id)'s hash order: the runs on
+    disk keep their flips, and the order is independent of the train subsets' (no salt)."""
+    from critique.base.ids import entry_id
+    from critique.datasets.subsets import seeded_rank
+
+    def noisy(seed, i):
+        return hashlib.sha256(f"{seed}\0noisy\0{i.user or ''}\0{i.id}".encode()).hexdigest()
+
+    pool = items(12, users=(None, "u1"))
+    for seed in (0, 3):
+        order = sorted(pool, key=lambda i: noisy(seed, i))
+        assert critic.flipped_ids(pool, 0.5, seed) == {entry_id(i.user, i.id) for i in order[:12]}
+        assert order != sorted(pool, key=lambda i: seeded_rank(seed, i.user, i.id))
+
+
 def test_a_noisy_run_records_which_labels_it_flipped(home, fake_llm, capsys):
     out = home / "noisy"
     assert run(out, "--critic", "noisy:0.5") == 0
@@ -212,6 +229,21 @@ def test_a_noisy_run_records_which_labels_it_flipped(home, fake_llm, capsys):
              if p["strategy"] == "EP_LABEL" for i in p["retrieved"]]
     assert len(shown) == 18 and all(f"Correct answer: {label[i]}" in text for i, text in shown)
     assert any(label[i] != e for i, e in ((e["id"], e["gold"]) for e in found))
+
+
+
+def test_a_noisy_recritique_holds_the_critic_to_the_label_it_was_shown(home, fake_llm, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_LLM_CRITIC_WRONG", "1,2,3,4")  # every first critique asserts another label
+    out = home / "noisy"
+    assert run(out, "--critic", "noisy:0.5", "--on-mismatch", "recritique") == 0
+    err = capsys.readouterr().err
+    asked = [e for e in entries(out) if "recritique" in e]
+    assert len(asked) == 6 and any(e["label_flipped"] for e in asked)  # some shown a label that is not the gold
+    for e in asked:  # asked again, each names the label it was shown
+        assert e["recritique"]["kept"] == "second" and e["asserted"] == e["label"]
+    assert (f"{len(asked)} of 6 critiques did not name the label the critic was shown and were asked again; "
+            f"{len(asked)} now do") in err
+    assert "gold" not in err
 
 
 # ---- the label budget ---------------------------------------------------------------------------------------

@@ -146,3 +146,13 @@ def test_fit_on_a_dataset_name_takes_its_train_split(home, fake_llm):
     card = json.loads((home / "mcr" / "data" / "dataset.json").read_text())
     assert card["task"] == lr.task and "mcr-gen" in card["source"]
     assert len(fake_llm.CALLS) == 4 + 4 + 1
+
+
+def test_a_manifest_gives_the_run_config_it_records():
+    """critique.base.config.manifest_run_config: what `Learner.load`, verify and credit read back."""
+    from critique.base.config import RunConfig, manifest_run_config
+
+    old = {"config": {"dataset": "d", "model": "m", "k": 3, "strategies": ["EP_CRIT"], "gone": 1}}
+    config = manifest_run_config(old)  # written before --prompts: the set of that time; unknown keys left out
+    assert (config.k, config.strategies, config.prompts, config.seed) == (3, ["EP_CRIT"], "compact", RunConfig.seed)
+    assert manifest_run_config({"config": {**old["config"], "prompts": "paper"}}).prompts == "paper"

@@ -49,3 +49,14 @@ def test_real_encoder_embeds_each_text_once(tmp_path):
     fresh = Encoder(cache_dir=tmp_path)  # a new process would load no model: every text is cached
     again = fresh.encode(["stock markets fell", "cats purr"])
     assert fresh._model is None and np.allclose(again, vectors[[2, 0]])
+
+
+def test_vectors_are_the_entries_rows_across_pools_and_survive_a_reload(tmp_path):
+    entries = [entry("a1", "u1"), entry("b1", "u2"), entry("a2", "u1")]
+    vectors = np.stack([unit(1, 0), unit(0, 1), unit(1, 1)])
+    memory = EpisodicMemory(entries, vectors)
+    assert np.array_equal(memory.vectors(), vectors)
+    memory.save(tmp_path)
+    loaded = EpisodicMemory.load(tmp_path, lambda: None)  # every index matches: nothing is encoded
+    assert [e["id"] for e in loaded.entries] == ["a1", "b1", "a2"] and np.array_equal(loaded.vectors(), vectors)
+    assert EpisodicMemory([], np.zeros((0, 2), np.float32)).vectors().shape == (0, 0)

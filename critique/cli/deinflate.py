@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from critique.cli.options import add_rerun_options, rerun_config
+from critique.cli.options import add_rerun_options, rerun_source, verifier_option, verify_run_dir
 
 
 def register(sub) -> None:
@@ -33,20 +33,16 @@ def main(args) -> int:
     from critique.datasets.registry import resolve
     from critique.engine.scores import report_errors
     from critique.experiments import deinflate, reuse, verify
-    from critique.runner import execute_run, safe
+    from critique.runner import execute_run
 
-    source = Path(args.run)
+    verifier = verifier_option(args)
     try:
-        verifier = verify.parse_verifier(args.verifier)
         seeds = deinflate.parse_control(args.control)
         mode = deinflate.check_mode(args.mode)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    config, manifest = verify.source_config(source)
-    config = deinflate.arm_config(config)
-    config = rerun_config(config, args)
-    checked = Path(args.verify_run) if args.verify_run else \
-        source.parent / f"{source.name}__verify-{safe(verifier.replace(':', '-'))}"
+    source, config, manifest = rerun_source(args, deinflate.arm_config)
+    checked = Path(args.verify_run) if args.verify_run else verify_run_dir(source, verifier)
     flagged, done, errors = deinflate.flagged_ids(checked, manifest["run_id"])
     if errors:
         print(f"critique: warning: {errors} checks of {checked} ended in an error and count as not flagged; rerun "

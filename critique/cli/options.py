@@ -1,9 +1,11 @@
 """The options of a run, declared once: `critique run` takes them all, a probe or an
-ablation those it does not set itself. Defaults and bounds are RunConfig's."""
+ablation those it does not set itself. Defaults and bounds are RunConfig's. Also what the commands that
+re-ask a run's model (verify, deinflate) share: their options, --verifier, the run they read."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from critique.base.config import (BOUNDS, EFFORTS, ON_MISMATCH, PROMPT_SETS, RETRIEVALS, RunConfig, bound_problem,
                                   canonical_critic)
@@ -36,7 +38,7 @@ RUN_OPTIONS = (
     ("--reasoning-effort", "reasoning_effort", {"choices": EFFORTS, "help": "default: medium for a model litellm knows "
                                                 "as a reasoning model, else none sent; none: send none"}),
     ("--on-mismatch", "on_mismatch", {"choices": ON_MISMATCH, "help": "a critique whose assertion does not name the "
-                                      "gold label: keep it in memory, flagged (default %(default)s, as the paper), "
+                                      "label the critic was shown: keep it in memory, flagged (default %(default)s, as the paper), "
                                       "drop it, or recritique (ask the critic once more; both are logged)"}),
     ("--critic", "critic", {"help": "what the critic sees of each train label: gold (default, the study), noisy:R "
                             "(a seeded fraction R of the labels flipped first; noisy:0 is gold) or self (no label: "
@@ -118,3 +120,31 @@ def rerun_config(config: RunConfig, args) -> RunConfig:
             raise UserError(f"--concurrency must be at least 1, not {args.concurrency}")
         config = replace(config, concurrency=args.concurrency)
     return replace(config, use_cache=False) if args.no_cache else config
+
+
+def verifier_option(args) -> str:
+    """``--verifier`` in its one written form (critique.experiments.verify.parse_verifier); UserError otherwise."""
+    from critique.experiments.verify import parse_verifier
+
+    try:
+        return parse_verifier(args.verifier)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
+def rerun_source(args, adapt) -> tuple[Path, RunConfig, dict]:
+    """RUN_DIR (``args.run``), the config the command re-asks its model with (the run's, ``adapt``-ed by the
+    command, then the options of add_rerun_options applied) and the run's manifest; UserError if RUN_DIR is not a
+    run with memory."""
+    from critique.experiments.verify import source_config
+
+    source = Path(args.run)
+    config, manifest = source_config(source)
+    return source, rerun_config(adapt(config), args), manifest
+
+
+def verify_run_dir(source: Path, verifier: str) -> Path:
+    """Where RUN_DIR's verify run with ``verifier`` is by default: RUN_DIR__verify-<verifier>."""
+    from critique.runner import safe
+
+    return source.parent / f"{source.name}__verify-{safe(verifier.replace(':', '-'))}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from critique.cli.options import add_rerun_options, rerun_config
+from critique.cli.options import add_rerun_options, rerun_source, verifier_option, verify_run_dir
 
 
 def register(sub) -> None:
@@ -24,23 +24,13 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-
-    from critique.base.errors import UserError
     from critique.engine.scores import report_errors
     from critique.experiments import verify
     from critique.runner import execute_run
 
-    source = Path(args.run)
-    try:
-        verifier = verify.parse_verifier(args.verifier)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    config, manifest = verify.source_config(source)
-    config = verify.verifier_config(config, verifier)
-    config = rerun_config(config, args)
-    from critique.runner import safe
-
-    out = Path(args.out) if args.out else source.parent / f"{source.name}__verify-{safe(verifier.replace(':', '-'))}"
+    verifier = verifier_option(args)
+    source, config, manifest = rerun_source(args, lambda given: verify.verifier_config(given, verifier))
+    out = Path(args.out) if args.out else verify_run_dir(source, verifier)
     probe = verify.verify_probe(verifier, source, manifest["run_id"], out)
     entries = verify.entries_of(source)
     skipped: list[str] = []

@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 
 
-def _rank(seed: int, user: str | None, item_id: str) -> str:
-    return hashlib.sha256(f"{seed}\0{user or ''}\0{item_id}".encode()).hexdigest()
+def seeded_rank(seed: int, user: str | None, item_id: str, salt: str | None = None) -> str:
+    """An item's place in a seeded order (sort by it): a hash of (seed, salt, user, item id) that never
+    depends on the other items or their order; another ``salt`` gives an order independent of this one."""
+    salted = f"{seed}\0{salt}" if salt is not None else f"{seed}"
+    return hashlib.sha256(f"{salted}\0{user or ''}\0{item_id}".encode()).hexdigest()
 
 
 def subset_size(fraction: float, n: int) -> int:
@@ -28,6 +31,6 @@ def train_subset(items: list, fraction: float, seed: int) -> list:
         pools.setdefault(item.user, []).append(item)
     keep = set()
     for user, pool in pools.items():
-        ordered = sorted(pool, key=lambda i: _rank(seed, user, i.id))
+        ordered = sorted(pool, key=lambda i: seeded_rank(seed, user, i.id))
         keep.update((user, i.id) for i in ordered[:subset_size(fraction, len(pool))])
     return [i for i in items if (i.user, i.id) in keep]

@@ -37,10 +37,9 @@ an identical prompt by itself.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
-from dataclasses import dataclass, field, fields as dataclass_fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from critique.base import rundir
@@ -71,19 +70,16 @@ def default_out(source: Path, strategy: str, on: str, cite: bool) -> Path:
 
 def half_of(user: str | None, item_id: str, seed: int) -> int:
     """0 (the credit half) or 1 (held out): a seeded hash of the item, so halves never depend on order."""
-    digest = hashlib.sha256(f"{seed}\0{user or ''}\0{item_id}".encode()).digest()
-    return digest[0] & 1
+    from critique.datasets.subsets import seeded_rank
+
+    return int(seeded_rank(seed, user, item_id)[:2], 16) & 1
 
 
 def source_config(manifest: dict, **changes):
     """The source run's settings (those a manifest predates: their value of that time), no strategies."""
-    from critique.base.config import RunConfig, manifest_config, manifest_value
+    from critique.base.config import manifest_run_config
 
-    config = manifest_config(manifest["config"])
-    names = {f.name for f in dataclass_fields(RunConfig)}
-    values = {k: manifest_value(config, k) for k in names if k in config or hasattr(RunConfig, k)}
-    values = {k: v for k, v in values.items() if k in names}
-    return replace(RunConfig(**{**values, "strategies": []}), **changes)
+    return replace(manifest_run_config(manifest), **{"strategies": [], **changes})
 
 
 def refuse_unrebuildable(manifest: dict, source: Path) -> None:
@@ -127,26 +123,14 @@ class Request:
 
 
 def entry_vectors(folder: Path, entries: list[dict], encoder) -> dict:
-    """Entry id -> its question's vector, from the FAISS indexes of memory/ (encoded again when an index is
-    missing or does not match its pool)."""
-    import faiss
-    import numpy as np
+    """Entry id -> its question's vector, for ``entries`` (those of memory/episodic.jsonl): the vectors
+    EpisodicMemory.load gives (its FAISS indexes; the questions encoded again when an index is missing or
+    does not match its pool)."""
+    from critique.engine.memory.episodic import EpisodicMemory
 
-    from critique.engine.memory.episodic import _index_path, pool_of
-
-    pools: dict[str, list[int]] = {}
-    for row, entry in enumerate(entries):
-        pools.setdefault(pool_of(entry.get("user")), []).append(row)
-    out = {}
-    for pool, rows in pools.items():
-        path = _index_path(folder, pool)
-        index = faiss.read_index(str(path)) if path.exists() else None
-        if index is not None and index.ntotal == len(rows):
-            found = index.reconstruct_n(0, index.ntotal)
-        else:
-            found = np.asarray(encoder().encode([entries[r]["question"] for r in rows]), dtype=np.float32)
-        out.update({entries[r]["id"]: found[n] for n, r in enumerate(rows)})
-    return out
+    memory = EpisodicMemory.load(folder, encoder)
+    found = dict(zip((e["id"] for e in memory.entries), memory.vectors()))
+    return {e["id"]: found[e["id"]] for e in entries}
 
 
 def nearest(vector, entries: list[dict], vectors: dict, k: int, exclude_item: str | None = None) -> list[dict]:

@@ -110,19 +110,12 @@ def marked(entry: dict, prompt_set: str) -> dict:
 
 def demoted_memory(source: Path, demoted: set[str], mode: str, prompt_set: str, encoder):
     """RUN's episodic memory with the ``demoted`` ids marked (doubt) or left out (drop)."""
-    import numpy as np
-
     from critique.engine.memory.episodic import EpisodicMemory
 
     memory = EpisodicMemory.load(Path(source) / rundir.MEMORY, lambda: encoder)
-    vectors = None
-    for rows, index in memory._pools.values():
-        found = index.reconstruct_n(0, index.ntotal)
-        if vectors is None:
-            vectors = np.zeros((len(memory.entries), found.shape[1]), dtype=np.float32)
-        vectors[rows] = found
-    if vectors is None:
+    if not memory.entries:
         return memory
+    vectors = memory.vectors()
     if mode == "drop":
         keep = [n for n, e in enumerate(memory.entries) if e["id"] not in demoted]
         return EpisodicMemory([memory.entries[n] for n in keep], vectors[keep])

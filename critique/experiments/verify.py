@@ -35,11 +35,11 @@ import contextvars
 import json
 import re
 from collections import Counter
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
 from critique.base import rundir
-from critique.base.config import RunConfig, manifest_config
+from critique.base.config import RunConfig, manifest_run_config
 from critique.base.errors import UserError
 from critique.base.vocab import JUDGE, PROBE, REORDER, SAMPLE, VERIFIERS  # noqa: F401  (VERIFIERS: re-exported)
 from critique.datasets.splits import Item
@@ -130,9 +130,7 @@ def source_config(source: Path) -> tuple[RunConfig, dict]:
         raise UserError(f"{source}: a probe run ({manifest['probe'].get('name')}); verify a run with memory")
     if not (source / rundir.MEMORY / "episodic.jsonl").is_file():
         raise UserError(f"{source}: no episodic memory ({rundir.MEMORY}/episodic.jsonl): nothing to verify")
-    known = {f.name for f in fields(RunConfig)}
-    config = RunConfig(**{k: v for k, v in manifest_config(manifest["config"]).items() if k in known})
-    return replace(config, strategies=[]), manifest
+    return replace(manifest_run_config(manifest), strategies=[]), manifest
 
 
 def entries_of(source: Path) -> dict[str, dict]:

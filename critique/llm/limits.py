@@ -11,6 +11,7 @@ call, made in a thread so that the event loop of the cell goes on.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import threading
 
@@ -40,10 +41,19 @@ class ProviderLimits:
 class SharedLimits:
     """Provider -> a semaphore shared by processes (its ``acquire()`` blocks, ``release()`` frees),
     such as a ``multiprocessing.Manager().BoundedSemaphore`` or a ``distributed.Semaphore``.
-    Picklable as long as its semaphores are: it travels to the worker that runs a cell."""
+    Picklable as long as its semaphores are: it travels to the worker that runs a cell.
+
+    A slot is acquired in a thread of its own, not in the event loop's executor: a call that is
+    stopped while it waits (its cell was told to stop, the event loop ends) does not hold the
+    loop's shutdown, and the slot, once it comes, is given back from that thread. A slot lost
+    there would be kept by the worker for good (a dask worker refreshes its leases), and the
+    next run of the study would wait for it forever."""
 
     def __init__(self, semaphores: dict):
         self._semaphores = dict(semaphores)
+
+    def semaphores(self) -> list:
+        return list(self._semaphores.values())
 
     @contextlib.asynccontextmanager
     async def slot(self, provider: str):
@@ -51,11 +61,11 @@ class SharedLimits:
         if semaphore is None:
             yield
             return
-        acquiring = asyncio.ensure_future(asyncio.to_thread(semaphore.acquire))
+        acquired = _acquire_in_thread(semaphore)
         try:
-            await asyncio.shield(acquiring)
-        except asyncio.CancelledError:  # the slot still comes: give it back once it has
-            acquiring.add_done_callback(lambda done: _release_later(semaphore, done))
+            await asyncio.shield(asyncio.wrap_future(acquired))
+        except BaseException:  # stopped while waiting: the slot still comes; its thread gives it back
+            acquired.add_done_callback(lambda done: _give_back(semaphore, done))
             raise
         try:
             yield
@@ -63,6 +73,23 @@ class SharedLimits:
             await asyncio.to_thread(semaphore.release)
 
 
-def _release_later(semaphore, acquired: asyncio.Future) -> None:
-    if not acquired.cancelled() and acquired.exception() is None:
-        threading.Thread(target=semaphore.release, daemon=True).start()
+def _acquire_in_thread(semaphore) -> concurrent.futures.Future:
+    acquired: concurrent.futures.Future = concurrent.futures.Future()
+    acquired.set_running_or_notify_cancel()  # running: nothing can cancel it any more, it ends acquired or failed
+
+    def acquire() -> None:
+        try:
+            semaphore.acquire()
+        except BaseException as exc:  # noqa: BLE001 - the waiting call sees it
+            acquired.set_exception(exc)
+        else:
+            acquired.set_result(True)
+
+    threading.Thread(target=acquire, name="critique-provider-slot", daemon=True).start()
+    return acquired
+
+
+def _give_back(semaphore, acquired: concurrent.futures.Future) -> None:
+    """In the thread that acquired the slot (or the caller's, if it already had): release it."""
+    if acquired.exception() is None:
+        threading.Thread(target=semaphore.release, name="critique-provider-slot-back", daemon=True).start()

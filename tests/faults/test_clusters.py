@@ -156,10 +156,15 @@ def test_a_killed_dask_study_stops_its_calls_and_a_rerun_gives_the_threading_rec
 
 def test_an_interrupted_dask_study_waits_for_its_cells_and_reruns_at_once(tmp_path, env, server, cluster):
     _, client = cluster
+    from critique.experiments.study.engines import study_id
+
     path = study_file(tmp_path, server, limit=2, jobs=3)
+    server.gate(answer=10)  # then every call waits: the study cannot end before the interrupt lands
     proc = start(path, env, "--backend", "dask", "--scheduler", client.scheduler.address)
-    wait_for(lambda: sum(server.seen.values()) >= 10, "10 calls", proc)
+    wait_for(lambda: server.holding() > 0, "a held call", proc)
     proc.send_signal(signal.SIGINT)
+    distributed.Event(f"critique-{study_id(tmp_path / 'out')}-noticed").wait()  # a cell saw the word to stop
+    server.open()
     printed, _ = proc.communicate(timeout=300)
     assert proc.returncode != 0 and "every cell stopped its calls" in printed, printed
     assert cells_running(client, tmp_path / "out", 3) == 0

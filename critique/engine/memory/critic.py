@@ -3,14 +3,14 @@ label, unless ``--critic`` says otherwise: below), and each parsed critique beco
 
 The assertion check is strict (critique.base.assertion.asserted_option): an entry records the option
 its ``correct_answer`` names as the answer (``asserted``, null when it names none) and
-``assertion_mismatch`` (``asserted`` is not the gold label). What enters memory when it mismatches is
-the run's ``on_mismatch`` (``--on-mismatch``):
+``assertion_mismatch`` (``asserted`` is not the label the critic was shown). What enters memory when it
+mismatches is the run's ``on_mismatch`` (``--on-mismatch``):
 
 - ``keep`` (default, as the paper): the entry enters memory, flagged.
 - ``drop``: it does not; it is written to ``memory/dropped.jsonl`` instead, and the run says how many.
 - ``recritique``: the critic is asked once more (call stage ``recritique``: the first exchange, then
   the follow-up ``critic_retry.j2``, so a distinct request). The entry keeps the second critique when
-  its assertion names the gold label, else the first (flagged, as ``keep``); its ``recritique``
+  its assertion names the label shown, else the first (flagged, as ``keep``); its ``recritique``
   field holds both critiques and which was kept.
 
 A critique that does not parse (or whose call failed) makes no entry, whatever ``on_mismatch``.
@@ -34,7 +34,6 @@ shown it. EP_LABEL shows the labels the run has (``ep_labels``): the shown label
 
 from __future__ import annotations
 
-import hashlib
 import sys
 
 from critique.base import records, rundir
@@ -46,29 +45,29 @@ from critique.engine.memory.episodic import entry_id
 DROPPED = "dropped.jsonl"  # memory/: entries left out by --on-mismatch drop
 
 
-def _part(result, space: list[str], gold: str) -> dict:
-    """One critique call's outcome: the critique (None: no valid reply), its assertion, its call."""
+def _part(result, space: list[str], label: str) -> dict:
+    """One critique call's outcome: the critique (None: no valid reply), its assertion (checked against the
+    ``label`` the critic was shown), its call."""
     critique = parsing.parse_critique(result.text) if result.error is None else None
     asserted = parsing.asserted_option(critique["correct_answer"], space) if critique else None
-    return {"critique": critique, "asserted": asserted, "assertion_mismatch": asserted != gold,
+    return {"critique": critique, "asserted": asserted, "assertion_mismatch": asserted != label,
             "timeout": result.timeout, "request_hash": result.request_hash, "error": result.error}
 
 
-def retry_prompt(task, first: agents.Prompt, reply: str, gold: str, asserted: str | None,
+def retry_prompt(task, first: agents.Prompt, reply: str, label: str, asserted: str | None,
                  space: list[str]) -> agents.Prompt:
-    """The recritique request: the first critic exchange, then a follow-up asking again."""
-    follow = agents.prompt("critic_retry.j2", task=task, gold=gold, asserted=asserted, answer_space=space)
+    """The recritique request: the first critic exchange, then a follow-up asking again (the template's
+    ``gold`` is the ``label`` the critic was shown)."""
+    follow = agents.prompt("critic_retry.j2", task=task, gold=label, asserted=asserted, answer_space=space)
     return agents.Prompt(follow.template, follow.template_hash,
                          [*first.messages, {"role": "assistant", "content": reply or ""}, *follow.messages])
 
 
-def _rank(seed: int, user: str | None, item_id: str) -> str:
-    return hashlib.sha256(f"{seed}\0noisy\0{user or ''}\0{item_id}".encode()).hexdigest()
-
-
 def flipped_ids(items: list, rate: float, seed: int) -> set[str]:
     """Entry ids of the round(rate * n) items (round half up) first in the seeded order of (seed, user, id)."""
-    ordered = sorted(items, key=lambda i: _rank(seed, i.user, i.id))
+    from critique.datasets.subsets import seeded_rank
+
+    ordered = sorted(items, key=lambda i: seeded_rank(seed, i.user, i.id, "noisy"))
     return {entry_id(i) for i in ordered[:int(rate * len(items) + 0.5)]}
 
 
@@ -190,8 +189,8 @@ async def critiques(run) -> list[dict]:
     elif mode == RECRITIQUE:
         asked = [e for e, _ in ordered if "recritique" in e]
         fixed = sum(e["recritique"]["kept"] == "second" for e in asked)
-        print(f"critique: --on-mismatch recritique: {len(asked)} of {len(ordered)} critiques did not name the gold "
-              f"label and were asked again; {fixed} now do (kept), {len(asked) - fixed} keep the first",
+        print(f"critique: --on-mismatch recritique: {len(asked)} of {len(ordered)} critiques did not name the label "
+              f"the critic was shown and were asked again; {fixed} now do (kept), {len(asked) - fixed} keep the first",
               file=sys.stderr)
     return kept
 

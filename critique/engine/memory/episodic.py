@@ -98,6 +98,15 @@ class EpisodicMemory:
             vectors[rows] = found
         return cls(entries, vectors if vectors is not None else np.zeros((0, 1), np.float32))
 
+    def vectors(self) -> np.ndarray:
+        """The entries' question vectors, one row per entry in order, as their pools' FAISS indexes hold
+        them (no row for an empty memory)."""
+        found = [(rows, index.reconstruct_n(0, index.ntotal)) for rows, index in self._pools.values()]
+        vectors = np.zeros((len(self.entries), found[0][1].shape[1] if found else 0), dtype=np.float32)
+        for rows, part in found:
+            vectors[rows] = part
+        return vectors
+
     def size(self, user: str | None) -> int:
         """Entries in the user's pool."""
         found = self._pools.get(pool_of(user))

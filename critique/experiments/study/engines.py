@@ -59,6 +59,9 @@ class Threads:
     def noticed(self) -> None:
         """A cell's watchdog saw the word to stop (from now on that cell sends no call)."""
 
+    def cell_ended(self) -> None:
+        """In the process of a cell that has returned: nothing to do but for dask workers."""
+
     @contextlib.contextmanager
     def running(self):
         with self._lock:
@@ -206,6 +209,14 @@ class Dask(Threads):
 
     def noticed(self) -> None:
         self._noticed.set()
+
+    def cell_ended(self) -> None:
+        """The cell's provider semaphores stop refreshing their leases. A worker outlives its cells and
+        refreshes every lease its semaphore objects hold, so a slot that a stopped call never gave back
+        would be kept for good and the next run of the study would wait for it; unrefreshed, the
+        scheduler takes it back after distributed's ``scheduler.locks.lease-timeout``."""
+        for semaphore in self.limits.semaphores():
+            semaphore.refresh_leases = False
 
     def close(self) -> None:
         self._beating.set()

@@ -18,6 +18,7 @@ those deployments, an option of the LLM client too.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from pathlib import Path
@@ -72,6 +73,22 @@ class SharedLoop:
             self.loop.close()
 
 
+_PROCESS_LOOP: tuple[int, SharedLoop] | None = None  # (pid, loop): the one loop of a worker process
+_PROCESS_LOOP_LOCK = threading.Lock()
+
+
+def process_loop() -> SharedLoop:
+    """The event loop of this worker process (dask, loky, ray), made on its first cell: every cell the
+    process runs, at once in several threads (a dask worker) or one after another (loky), runs on it,
+    as the threads backend's cells run on the study's SharedLoop. A loop per cell (``asyncio.run``)
+    breaks litellm's process-wide async state: its logging worker is bound to the first loop."""
+    global _PROCESS_LOOP
+    with _PROCESS_LOOP_LOCK:
+        if _PROCESS_LOOP is None or _PROCESS_LOOP[0] != os.getpid():  # a forked child makes its own
+            _PROCESS_LOOP = (os.getpid(), SharedLoop())
+        return _PROCESS_LOOP[1]
+
+
 def say(text: str) -> None:
     with _PRINT:
         print(text, flush=True)
@@ -80,7 +97,8 @@ def say(text: str) -> None:
 def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, shared_objects,
              loop: SharedLoop | None = None) -> dict:
     """Every run directory of one cell, in order. Never raises: a failure or a stop is reported.
-    ``shared_objects``: the study's coordinator (critique.experiments.study.engines)."""
+    ``shared_objects``: the study's coordinator (critique.experiments.study.engines); ``loop``: the
+    study's event loop (threads backend), else this worker process's (``process_loop``)."""
     started = time.monotonic()
     head = f"[{cell.index}/{total}] {cell.label}"
     calls, done = 0, []
@@ -103,7 +121,7 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                 fresh = (task.probe or {}).get("name") == "consistency"
                 outcome, logged = execute_run(task.config, task.out, probe=task.probe, ablation=task.ablation,
                                               reuse=None if fresh else pool, work=work, progress=False,
-                                              runner=loop.run if loop else asyncio.run,
+                                              runner=(loop or process_loop()).run,
                                               deployments=cell.model.deployments,
                                               routing_strategy=routing_strategy, limits=shared_objects.limits,
                                               stop=watchdog)
@@ -123,6 +141,7 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
             return {"cell": cell.index, "label": cell.label, "status": "failed", "calls": calls, "error": message}
         finally:
             watchdog.close()
+            shared_objects.cell_ended()
     say(f"{head}: complete ({len(done)} run directories written, {calls} calls, "
         f"{time.monotonic() - started:.1f}s)")
     return {"cell": cell.index, "label": cell.label, "status": "done", "calls": calls, "error": None}

@@ -9,6 +9,7 @@ import pytest
 
 from critique.analysis import credit as analysis
 from critique.base import rundir
+from critique.base.cost import PREFIX
 from critique.cli import main
 
 TRAIN = {  # entry -> question; the scripted model reads which of them a prompt shows
@@ -75,15 +76,19 @@ def credit(*args):
     return main(["credit", *map(str, args), "--quiet"])
 
 
-def said_cost(text: str) -> int:
-    return int(text.split("cost: ", 1)[1].split(" ", 1)[0])
+def said_cost(err: str) -> int:
+    """The calls the cost lines on stderr said, in all (exact counts: no "at most")."""
+    said = [line.removeprefix(PREFIX) for line in err.splitlines() if line.startswith(PREFIX)]
+    assert said and not any(line.startswith("at most") for line in said)
+    return sum(int(line.split(" ", 1)[0]) for line in said)
 
 
 def test_every_tier_is_found_and_the_cost_is_the_calls_made(source, fake_llm, capsys):
     assert credit(source, "--strategy", "EP_CRIT", "--null", "2") == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     # 2 prompts x 6 retrieved entries, plus 2 null repeats; the full prompts come from the source run's log
-    assert said_cost(printed) == 14 == len(fake_llm.CALLS)
+    assert said_cost(captured.err) == 14 == len(fake_llm.CALLS)
     assert "14 calls requested (14 sent to the model" in printed
     out = source.parent / "fruit__credit-EP_CRIT-test"
     data = rundir.read_run(out)
@@ -107,7 +112,7 @@ def test_every_tier_is_found_and_the_cost_is_the_calls_made(source, fake_llm, ca
     # a rerun makes no call and says so before starting
     fake_llm.CALLS.clear()
     assert credit(source, "--strategy", "EP_CRIT", "--null", "2") == 0
-    assert said_cost(capsys.readouterr().out) == 0 == len(fake_llm.CALLS)
+    assert said_cost(capsys.readouterr().err) == 0 == len(fake_llm.CALLS)
     # the report alone: no call, the same tiers in JSON
     assert credit(source, "--null", "2", "--report", "--format", "json") == 0
     report = json.loads(capsys.readouterr().out)
@@ -116,8 +121,9 @@ def test_every_tier_is_found_and_the_cost_is_the_calls_made(source, fake_llm, ca
 
 def test_cite_precision_and_recall(source, fake_llm, capsys):
     assert credit(source, "--cite") == 0
-    printed = capsys.readouterr().out
-    assert said_cost(printed) == 14 == len(fake_llm.CALLS)  # 2 full prompts (new: they ask for citations) + 12
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert said_cost(captured.err) == 14 == len(fake_llm.CALLS)  # 2 full prompts (new: they ask for citations) + 12
     s = analysis.summary(source.parent / "fruit__credit-EP_CRIT-test-cite")
     tiers = {r["id"]: r["tier"] for r in s["rows"]}
     assert tiers["C"] == "used-not-decisive" and tiers["D"] == "novel-unused" and tiers["A"] == "load-bearing"
@@ -133,13 +139,14 @@ def test_on_train_is_leave_one_out_and_never_reads_test_predictions(source, fake
     shutil.copytree(source, blind)
     (blind / "predictions.jsonl").unlink()  # nothing of the test stage can be read
     assert credit(blind, "--on", "train") == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     out = blind.parent / "fruit__credit-EP_CRIT-train"
     predictions = rundir.read_jsonl(out / "predictions.jsonl")
     assert {p["item_id"] for p in predictions} == set(TRAIN)
     for p in predictions:
         assert p["item_id"] not in p["retrieved"] and len(p["retrieved"]) == (6 if p["strategy"] == "full" else 5)
-    assert said_cost(printed) == 7 * 7 == len(fake_llm.CALLS)  # 7 leave-one-out prompts, 6 deletions each
+    assert said_cost(captured.err) == 7 * 7 == len(fake_llm.CALLS)  # 7 leave-one-out prompts, 6 deletions each
 
 
 def test_test_half_credits_one_half(source, fake_llm, capsys):
@@ -152,12 +159,13 @@ def test_test_half_credits_one_half(source, fake_llm, capsys):
     # the halves of runs on disk: the first bit of the hash of (seed, user, item id)
     assert all(half_of(u, k, s) == hashlib.sha256(f"{s}\0{u or ''}\0{k}".encode()).digest()[0] & 1
                for u in (None, "u1") for k in TEST for s in (0, 7))
-    assert said_cost(capsys.readouterr().out) == len(fake_llm.CALLS) == 6 * len(items)
+    assert said_cost(capsys.readouterr().err) == len(fake_llm.CALLS) == 6 * len(items)
 
 
 def test_pruning_the_toxic_entry_against_random_removals(source, fake_llm, capsys):
     assert credit(source, "--on", "train", "--prune", "toxic,lowest:1", "--seeds", "3") == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     out = source.parent / "fruit__credit-EP_CRIT-train"
     tiers = {r["id"]: r["tier"] for r in analysis.summary(out)["rows"]}
     assert tiers["X"] == "toxic" and [k for k, t in tiers.items() if t in ("toxic", "load-bearing")] == ["X"]
@@ -167,8 +175,8 @@ def test_pruning_the_toxic_entry_against_random_removals(source, fake_llm, capsy
         assert rows[("toxic", strategy)]["accuracy"] == 1.0 and rows[("toxic", strategy)]["removed"] == 1
         assert rows[("lowest:1", strategy)]["accuracy"] == 1.0  # X has the lowest credit
         assert rows[("random:1", strategy)]["seeds"] == 3 and rows[("random:1", strategy)]["removed"] == 1
-    prune_cost = int(printed.split("prune: ", 1)[1].split("cost: ", 1)[1].split(" ", 1)[0])
-    assert said_cost(printed) + prune_cost == len(fake_llm.CALLS)
+    assert captured.err.count(PREFIX) == 2  # the credit test's, then the pruned memories'
+    assert said_cost(captured.err) == len(fake_llm.CALLS)
     assert "| toxic | 1 | 1 | 2 | 100.0 | 100.0 |" in printed
     assert credit(source, "--on", "test", "--prune", "toxic") == 2  # selection on the test set: refused
 
@@ -201,8 +209,9 @@ def test_a_killed_credit_run_resumes_without_paying_twice(source, fake_llm, caps
     assert credit(source) == 0
     # the 12 deletions less the 5 calls still logged are requested again, nothing else; the response cache
     # (written by the first run) answers them: the model is not asked at all
-    printed = capsys.readouterr().out
-    assert said_cost(printed) == 7 and "7 calls requested (0 sent to the model, 7 not sent to the model)" in printed
+    captured = capsys.readouterr()
+    assert said_cost(captured.err) == 7
+    assert "7 calls requested (0 sent to the model, 7 not sent to the model)" in captured.out
     assert not fake_llm.CALLS
     again = analysis.summary(out)
     assert [r["tier"] for r in again["rows"]] == [r["tier"] for r in first["rows"]]
@@ -264,6 +273,7 @@ def test_a_test_prompt_that_retrieved_nothing_is_skipped_and_counted(source, fak
             p["retrieved"] = []
     (copy / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in lines))
     assert credit(copy) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "1 prompts retrieved no entry (nothing to delete)" in printed
-    assert "credit EP_CRIT on test: 1 prompts, 6 deletions" in printed and said_cost(printed) == 6
+    assert "credit EP_CRIT on test: 1 prompts, 6 deletions" in printed and said_cost(captured.err) == 6

@@ -299,3 +299,16 @@ def test_example_study_file_is_valid():
     assert set(example.probes) == {"suggestibility", "consistency"}
     cells = study.plan(example, {d: "x" for d in example.datasets})
     assert len(cells) == len(example.models) * len(example.datasets)
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "logs").glob("*.toml")),
+                         ids=lambda p: p.name)
+def test_each_shipped_study_file_is_what_the_shipped_logs_ran(home, path):
+    """`critique study logs/X.toml` on a fresh clone has nothing left to do: every run directory it plans
+    is shipped and complete, with the file's settings."""
+    from critique.experiments.study.file import check, load
+    from critique.experiments.study.plan import plan, task_state
+
+    study = load(path)
+    states = {t.label: task_state(t) for cell in plan(study, check(study)) for t in cell.tasks}
+    assert states and set(states.values()) == {"complete"}, states

@@ -29,6 +29,7 @@ def register(sub) -> None:
 def main(args) -> int:
     import asyncio
 
+    from critique.base.cost import print_cost
     from critique.base.errors import UserError
     from critique.datasets.registry import resolve
     from critique.engine.scores import report_errors
@@ -60,10 +61,9 @@ def main(args) -> int:
     print(f"critique: {verifier} flagged {n} of {done} checked entries ({len(every)} in memory); {len(arms)} arms "
           f"({mode}): the flagged entries, and {n} at random x {seeds} seeds", file=sys.stderr)
     bound = len(arms) * len(deinflate.STRATEGIES) * int(manifest["dataset"].get("n_test") or 0)
-    print(f"critique: cost: at most {bound} calls in all ({len(deinflate.STRATEGIES)} strategies x "
-          f"{manifest['dataset'].get('n_test')} test questions x {len(arms)} arms); each arm says before it starts "
-          "how many it makes (a prompt without a demoted entry is the source run's request: no call)",
-          file=sys.stderr)
+    print_cost(bound, f"in all: {len(deinflate.STRATEGIES)} strategies x {manifest['dataset'].get('n_test')} test "
+                      f"questions x {len(arms)} arms; each arm says before it starts how many it makes: a prompt "
+                      "without a demoted entry is the source run's request, no call")
     checksum = resolve(config.dataset, config.data_dir).checksum
     pool = reuse.matching_calls([source], config.model, checksum)
     source_hashes = set(pool)
@@ -75,9 +75,8 @@ def main(args) -> int:
             deinflate.install(run, source, demoted)
             todo, new = deinflate.cost(run, source_hashes)
             total["calls"] += new
-            print(f"critique: cost: {out.name}: at most {new} calls ({todo} test prompts still to answer; those "
-                  f"that retrieve no demoted entry are {source.name}'s own requests, answered from its log)",
-                  file=sys.stderr)
+            print_cost(new, f"{todo} test prompts still to answer; those that retrieve no demoted entry are "
+                            f"{source.name}'s own requests, answered from its log", out)
         return setup
 
     with asyncio.Runner() as runner:

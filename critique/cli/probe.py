@@ -72,8 +72,7 @@ def main(args) -> int:
 
 
 def overturn_main(args, config) -> int:
-    import sys
-
+    from critique.base.cost import print_cost
     from critique.datasets.registry import resolve
     from critique.engine.scores import report_errors
     from critique.experiments import overturn, probes, reuse
@@ -87,9 +86,9 @@ def overturn_main(args, config) -> int:
                                 exclude=out)
 
     def say_cost(run) -> None:
-        print(f"critique: cost: at most {overturn.cost(run)} calls (per test item still to do: its zero-shot answer, "
-              f"2 critiques, {len(overturn.CONDITIONS)} answers); requests a suggestibility run of the same model "
-              "and data or the response cache already answered are not made again", file=sys.stderr)
+        print_cost(overturn.cost(run), f"per test item still to do: its zero-shot answer, 2 critiques, "
+                   f"{len(overturn.CONDITIONS)} answers; fewer when a suggestibility run of the same model and data "
+                   "or the response cache already answered some", out)
 
     outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=overturn.overturn, setup=say_cost,
                              progress=not args.quiet)

@@ -32,8 +32,7 @@ def say_cost(run) -> None:
     """The run's cost in calls, on stderr before its first call: what is still to do (a resumed run's logged
     work is not redone; the response cache may answer some of it). An upper bound: every critique and summary
     is counted (the train stage always critiques and summarises; those already logged are not asked again)."""
-    import sys
-
+    from critique.base.cost import print_cost
     from critique.base.vocab import RECRITIQUE
     from critique.engine.pipeline import pkey
 
@@ -42,8 +41,8 @@ def say_cost(run) -> None:
     answers = sum(pkey("test", name, item.user, item.id) not in run.predictions
                   for name in run.config.strategies for item in test)
     pools = len({item.user for item in train})
-    more = f" (+ up to {len(train)} recritiques)" if run.config.on_mismatch == RECRITIQUE else ""
-    print(f"critique: cost: at most {initial} initial answers + {len(train)} critiques{more} + {pools} summar"
-          f"{'y' if pools == 1 else 'ies'} (more when a pool's critiques are summarised in chunks) + {answers} test "
-          f"answers = {initial + len(train) + pools + answers} calls; those already in {run.out}/calls.jsonl are "
-          "not made again", file=sys.stderr)
+    more = f" + up to {len(train)} recritiques" if run.config.on_mismatch == RECRITIQUE else ""
+    print_cost(initial + len(train) + pools + answers,
+               f"{initial} initial answers + {len(train)} critiques{more} + {pools} summar"
+               f"{'y' if pools == 1 else 'ies'} + {answers} test answers; more summaries when a pool's critiques "
+               "are summarised in chunks", run.out)

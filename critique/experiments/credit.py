@@ -328,8 +328,9 @@ def plan(run, source: dict, strategy: str, on: str, cite: bool, null: int) -> di
 
 def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = False, null: int = 0,
             out: Path | None = None, progress: bool = True, say=print, **changes) -> dict:
-    """Run the credit test (resumable); says its cost in calls before the first call. Returns the plan
+    """Run the credit test (resumable); says its cost in calls on stderr before the first call. Returns the plan
     (with ``cost`` and ``counter['requested']``, the calls requested) and the outcome."""
+    from critique.base.cost import print_cost
     from critique.base.errors import UserError
     from critique.experiments import reuse
     from critique.runner import execute_run
@@ -360,9 +361,9 @@ def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = F
         state["cost"] = costs(run, state["requests"])
         n_del = sum(r.strategy.startswith(WITHOUT) for r in state["requests"])
         say(f"credit {strategy} on {on}: {len(state['cases'])} prompts, {n_del} deletions, "
-            f"{sum(r.strategy == NULL for r in state['requests'])} null-control repeats; cost: {state['cost']} calls "
-            "(requests not yet answered in this run directory or the source run's log; the response cache may "
-            "answer some)")
+            f"{sum(r.strategy == NULL for r in state['requests'])} null-control repeats")
+        print_cost(state["cost"], "the credit test's requests still to make, a null-control repeat even when "
+                                  "logged; the response cache may answer some", out, source_dir, exact=True)
         for line in state["skipped"]:
             say(f"critique: warning: credit: prompt left out: {line}")
         if state["mismatched"]:

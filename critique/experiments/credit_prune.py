@@ -131,8 +131,9 @@ def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[s
 
 def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: list, seeds: int, *,
             out: Path | None = None, progress: bool = True, say=print, **changes) -> dict:
-    """Score the pruned memories (resumable); says its cost in calls before the first call."""
+    """Score the pruned memories (resumable); says its cost in calls on stderr before the first call."""
     from critique.analysis import credit as analysis
+    from critique.base.cost import print_cost
     from critique.base.errors import UserError
     from critique.engine.pipeline import pkey
     from critique.experiments import reuse
@@ -166,7 +167,9 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
         state["todo"] = todo
         state["cost"] = len({a.hash for a in todo if a.hash not in run.logged and a.hash not in run.reuse})
         say(f"prune: {len(sets)} memories ({', '.join(f'{k}: -{len(v)}' for k, v in sets.items())}) x "
-            f"{len(held_out(run, on))} held-out questions x {', '.join(PRUNED)}; cost: {state['cost']} calls")
+            f"{len(held_out(run, on))} held-out questions x {', '.join(PRUNED)}")
+        print_cost(state["cost"], "the pruned memories' requests still to make, identical ones once; the response "
+                                  "cache may answer some", out, source_dir, exact=True)
         for line in dict.fromkeys(state["skipped"]):
             say(f"critique: warning: prune: left out: {line}")
 

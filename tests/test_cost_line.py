@@ -1,0 +1,42 @@
+"""The cost line (critique.base.cost): one shape for every command that makes LLM calls, said on stderr
+before the first call."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from critique.base.cost import PREFIX, cost_line
+from critique.cli import main
+
+from test_critic_modes import run
+
+LINE = re.compile(r"critique: cost: (at most )?(\d+) calls \((.*)\); those already in (.*) are not made again")
+
+
+def test_the_cost_line_says_the_calls_what_they_are_and_which_logs_answer():
+    assert cost_line(7, "2 critiques + 5 answers", Path("runs/a")) == (
+        "critique: cost: at most 7 calls (2 critiques + 5 answers); those already in runs/a/calls.jsonl are not "
+        "made again")
+    assert cost_line(3, "deletions", Path("runs/b"), Path("runs/a"), exact=True) == (
+        "critique: cost: 3 calls (deletions); those already in runs/b/calls.jsonl or runs/a/calls.jsonl are not "
+        "made again")
+    assert cost_line(0, "in all") == "critique: cost: at most 0 calls (in all)"  # no log named: no tail
+
+
+def said(err: str, out: Path) -> int:
+    """The one cost line of ``err``: the shared shape, naming the run directory's log; its count."""
+    (line,) = [x for x in err.splitlines() if x.startswith(PREFIX)]
+    bound, calls, parts, logs = LINE.fullmatch(line).groups()
+    assert bound and logs == str(out / "calls.jsonl")
+    assert line == cost_line(int(calls), parts, out)
+    return int(calls)
+
+
+def test_run_and_verify_say_their_cost_in_the_same_shape(home, fake_llm, capsys):
+    source = home / "self"
+    assert run(source, "--critic", "self", "--no-cache") == 0
+    assert said(capsys.readouterr().err, source) == len(fake_llm.CALLS)
+    fake_llm.CALLS.clear()
+    assert main(["verify", str(source), "--verifier", "reorder", "--quiet"]) == 0
+    assert said(capsys.readouterr().err, home / "self__verify-reorder") == len(fake_llm.CALLS) == 6

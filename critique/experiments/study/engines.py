@@ -124,8 +124,9 @@ class Processes(Threads):
 
     def stopped(self, gone: bool) -> None:
         """A worker whose study process is gone ends here: it would wait for tasks for good (loky
-        keeps its task pipe open itself), an orphan."""
-        if gone:
+        keeps its task pipe open itself), an orphan. Asked again here: a cell can fail (its provider slots
+        lived in the study's manager) before its watchdog has seen the study go."""
+        if gone or self.study_gone():
             os._exit(0)
 
     def wait_idle(self, timeout: float) -> bool:

@@ -19,10 +19,9 @@ def run_name(config, suffix: str | None = None) -> str:
     """<dataset>__<model>[__critic-<critic>][__<suffix>]: a run whose critic is not the gold one
     (--critic noisy:R|self, --label-budget F) never takes the gold-critic run's folder."""
     parts = [safe(Path(config.dataset).name), safe(config.model)]
-    critic = getattr(config, "critic", "gold") or "gold"
-    if critic != "gold":
-        budget = getattr(config, "label_budget", None)
-        parts.append(safe(f"critic-{critic}" + (f"-budget-{budget:g}" if budget is not None else "")))
+    if config.critic != "gold":
+        budget = "" if config.label_budget is None else f"-budget-{config.label_budget:g}"
+        parts.append(safe(f"critic-{config.critic}{budget}"))
     if suffix:
         parts.append(safe(suffix))
     return "__".join(parts)

@@ -137,17 +137,16 @@ def install(run, source: Path, demoted: list[str]) -> None:
 
 def cost(run, source_hashes: set[str]) -> tuple[int, int]:
     """(test prompts still to answer, of those the ones neither RUN's log nor this arm's answers)."""
-    from critique.engine.memory.episodic import entry_id
     from critique.engine.pipeline import pkey
 
     test = run.dataset.test
     todo = [(s, i) for i in test for s in STRATEGIES if pkey("test", s, i.user, i.id) not in run.predictions]
     if not todo:
         return 0, 0
-    vectors = dict(zip((entry_id(i) for i in test), run.encoder.encode([i.question for i in test])))
+    vectors = dict(zip((entry_id(i.user, i.id) for i in test), run.encoder.encode([i.question for i in test])))
     new = 0
     for strategy, item in todo:
-        found = run.performance_prompt(strategy, item, vectors[entry_id(item)], item.id)
+        found = run.performance_prompt(strategy, item, vectors[entry_id(item.user, item.id)], item.id)
         if found is None:
             continue
         prompt = found[0]

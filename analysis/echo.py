@@ -20,6 +20,7 @@ dataset folder for the generator's truth) only."""
 from __future__ import annotations
 
 import random
+import statistics
 from pathlib import Path
 
 from critique.analysis import audit
@@ -81,13 +82,10 @@ def bootstrap_corr(xs: list[float], ys: list[float], seed: int = SEED, resamples
 
 def slope(xs: list[float], ys: list[float]) -> float | None:
     """The least-squares slope of ys on xs; None with fewer than two points or xs constant."""
-    if len(xs) < 2:
+    try:
+        return statistics.linear_regression(xs, ys).slope
+    except statistics.StatisticsError:
         return None
-    mx, my = mean(xs), mean(ys)
-    var = sum((x - mx) ** 2 for x in xs)
-    if var == 0:
-        return None
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var
 
 
 def contamination(rows: list[dict], predictions: list[dict]) -> tuple[float | None, int]:

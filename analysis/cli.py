@@ -143,7 +143,9 @@ def analyse(args) -> Analysis:
     from critique.analysis import gate
 
     result.tables.append(gate.table(logs.runs, problems))  # the retrieval gate's sweep (critique ablate gate)
-    from critique.analysis import deinflate, overturn
+    from critique.analysis import credit, deinflate, overturn
+
+    result.tables.extend(credit.tables(logs.runs, problems))  # critique credit's runs and their pruning runs
 
     if any(m.get("probe") == "deinflate" for m in logs.runs):  # critique deinflate's arms
         result.tables.append(deinflate.table(logs.runs, problems))

@@ -256,3 +256,73 @@ def prune_markdown(prune_dir: Path) -> str:
     if errors:
         lines.append(f"\n{errors} answers failed (left out of the accuracies; rerun the command to retry)")
     return "\n".join(lines) + "\n"
+
+
+# ---- the tables of `critique tables` (credit and pruning runs among its inputs) ---------------------------
+TIERS_KEY, PRUNE_KEY = "credit", "credit_prune"
+TIERS_TITLE = "Credit by deletion: memory entries per tier (critique credit)"
+PRUNE_TITLE = ("Pruning by credit: accuracy (%) on held-out questions with entries removed by a rule, against as "
+               "many removed at random")
+TIERS_COLUMNS = ["model", "dataset", "critic", "strategy", "on", "cite", "prompts", "accuracy_full", "deletions",
+                 "decisive", "null_asked", "null_flipped", "entries", *TIERS]
+PRUNE_COLUMNS = ["model", "dataset", "critic", "credit", "on", "rule", "removed", "strategy", "accuracy",
+                 "accuracy_min", "accuracy_max", "seeds", "n", "errors"]
+TIERS_NOTE = ("per credit run: its prompts answered with every entry (accuracy_full %, pooled over prompts), the "
+              "deletions (one call per retrieved entry) and those that changed correctness (decisive), the null "
+              "control (identical prompts asked again, and how many changed correctness), and the entries per tier "
+              "(analysis/credit.py: without --cite, novel-not-decisive stands for unused and used-not-decisive)")
+PRUNE_NOTE = ("rule: none (nothing removed), toxic, lowest:N (the N of lowest credit) and random:N (as many at "
+              "random: the budget-matched control; mean over seeds, min and max beside); accuracy pooled over "
+              "the held-out questions; an error, a timeout or a parse failure counts wrong; errors: failed answers")
+
+
+def _label(meta: dict) -> dict:
+    from critique.analysis.echo import critic_of
+    from critique.analysis.read import model_label
+
+    return {"model": model_label(meta), "dataset": meta["dataset"], "critic": critic_of(meta["settings"])}
+
+
+def tables(metas: list[dict], problems: list[str]) -> list:
+    """The credit and pruning tables of the credit runs (and their pruning runs) among the runs read."""
+    from critique.analysis.tabular import Table
+
+    out = []
+    credit_runs = [m for m in metas if m.get("probe") == CREDIT]
+    if credit_runs:
+        rows = []
+        for meta in credit_runs:
+            try:
+                s = summary(Path(meta["path"]))
+            except (OSError, ValueError) as exc:
+                problems.append(f"{meta['path']}: no credit figures ({exc})")
+                continue
+            problems.extend(f"{meta['path']}: {p}" for p in s["problems"])
+            probe = s["probe"]
+            rows.append({**_label(meta), "strategy": probe.get("strategy"), "on": probe.get("on"),
+                         "cite": bool(probe.get("cite")), "prompts": s["prompts"],
+                         "accuracy_full": None if s["accuracy_full"] is None else 100 * s["accuracy_full"],
+                         "deletions": s["deletions"], "decisive": s["decisive_deletions"],
+                         "null_asked": s["null"]["asked"], "null_flipped": s["null"]["flipped"],
+                         "entries": s["entries"], **s["tiers"]})
+        rows.sort(key=lambda r: (r["model"], r["dataset"], r["critic"], str(r["strategy"]), str(r["on"])))
+        # the tiers no run can have: the cited ones without --cite, novel-not-decisive with it, mixed when none is
+        cannot = {NOVEL_UNUSED, USED} if not any(r["cite"] for r in rows) else set()
+        cannot |= {t for t in (NOVEL, MIXED) if not any(r[t] for r in rows)} - ({NOVEL} if cannot else set())
+        columns = [c for c in TIERS_COLUMNS if c not in cannot]
+        out.append(Table(TIERS_KEY, TIERS_TITLE, columns, rows, note=TIERS_NOTE) if rows else
+                   Table(TIERS_KEY, TIERS_TITLE, skipped="no readable credit run among the inputs"))
+    prune_runs = [m for m in metas if m.get("probe") == CREDIT_PRUNE]
+    if prune_runs:
+        rows = []
+        for meta in prune_runs:
+            probe = (rundir.read_run(Path(meta["path"]))["manifest"].get("probe") or {})
+            for r in prune_rows(Path(meta["path"])):
+                rows.append({**_label(meta), "credit": probe.get("strategy"), "on": probe.get("on"),
+                             "rule": r["rule"], "removed": r["removed"], "strategy": r["strategy"],
+                             **{k: None if r[k] is None else 100 * r[k]
+                                for k in ("accuracy", "accuracy_min", "accuracy_max")},
+                             "seeds": r["seeds"], "n": r["n"], "errors": r["errors"]})
+        out.append(Table(PRUNE_KEY, PRUNE_TITLE, PRUNE_COLUMNS, rows, note=PRUNE_NOTE) if rows else
+                   Table(PRUNE_KEY, PRUNE_TITLE, skipped="no answer in the pruning runs among the inputs"))
+    return out

@@ -181,6 +181,30 @@ def test_pruning_the_toxic_entry_against_random_removals(source, fake_llm, capsy
     assert credit(source, "--on", "test", "--prune", "toxic") == 2  # selection on the test set: refused
 
 
+def test_critique_tables_shows_the_credit_and_pruning_tables_as_the_credit_report_does(source, fake_llm, capsys):
+    assert credit(source, "--on", "train", "--prune", "toxic", "--seeds", "2", "--null", "1") == 0
+    capsys.readouterr()
+    calls = len(fake_llm.CALLS)
+    assert main(["tables", str(source.parent), "--format", "json"]) == 0
+    tables = json.loads(capsys.readouterr().out)
+    assert len(fake_llm.CALLS) == calls  # the tables call nothing
+    out = source.parent / "fruit__credit-EP_CRIT-train"
+    s = analysis.summary(out)
+    [row] = tables["credit"]
+    assert row["on"] == "train" and row["prompts"] == s["prompts"] and row["deletions"] == s["deletions"]
+    assert {t: row[t] for t in s["tiers"]} == s["tiers"] and row["toxic"] == 1 and row["null_asked"] == 1
+    pruned = {(r["rule"], r["strategy"]): r for r in tables["credit_prune"]}
+    for r in analysis.prune_rows(source.parent / f"{out.name}__prune"):
+        shown = pruned[(r["rule"], r["strategy"])]
+        assert shown["accuracy"] == 100 * r["accuracy"] and shown["removed"] == r["removed"]
+        assert shown["seeds"] == r["seeds"] and shown["n"] == r["n"]
+    assert pruned[("toxic", "EP_CRIT")]["accuracy"] == 100.0 and pruned[("random:1", "EP_CRIT")]["seeds"] == 2
+    assert main(["tables", str(source.parent)]) == 0
+    printed = capsys.readouterr().out
+    header = next(line for line in printed.splitlines() if line.startswith("| model | dataset | critic | strategy | on"))
+    assert "| toxic |" in header and "used-not-decisive" not in header  # no --cite: a tier that cannot occur
+
+
 def test_a_strategy_the_run_did_not_test_is_refused_before_any_call(home, fake_llm, capsys):
     data = dataset(home / "fruit")
     out = home / "runs" / "fruit"

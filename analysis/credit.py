@@ -156,6 +156,13 @@ def summary(credit_dir: Path, source_dir: Path | None = None) -> dict:
             "rows": entries, "pairs": rows}
 
 
+def shown_tiers(counts: list[dict], cite: bool) -> list[str]:
+    """The tiers a table shows for runs with these tier ``counts``: those that can occur (the cited ones only
+    with --cite, novel-not-decisive only without it) and any that did (mixed only then)."""
+    hidden = {MIXED} | ({NOVEL} if cite else {NOVEL_UNUSED, USED})
+    return [t for t in TIERS if t not in hidden or any(c[t] for c in counts)]
+
+
 def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
@@ -167,10 +174,9 @@ def markdown(s: dict) -> str:
                  f"{_pct(s['accuracy_full'])}% with every entry), {s['deletions']} deletions, "
                  f"{s['decisive_deletions']} changed correctness; {s['calls_paid']} calls paid.", "",
              "| tier | entries | share % |", "|---|---:|---:|"]
-    hidden = {MIXED} | ({NOVEL} if p.get("cite") else {NOVEL_UNUSED, USED})  # shown only when they can occur
-    for t, n in s["tiers"].items():
-        if n or t not in hidden:
-            lines.append(f"| {t} | {n} | {_pct(n / s['entries'] if s['entries'] else None)} |")
+    for t in shown_tiers([s["tiers"]], bool(p.get("cite"))):
+        n = s["tiers"][t]
+        lines.append(f"| {t} | {n} | {_pct(n / s['entries'] if s['entries'] else None)} |")
     if not p.get("cite"):
         lines.append(f"\n{NOVEL}: without --cite, unused and used-but-not-decisive entries cannot be told apart.")
     n = s["null"]
@@ -201,8 +207,8 @@ def markdown(s: dict) -> str:
 def prune_rows(prune_dir: Path) -> list[dict]:
     """Per strategy and rule: accuracy on the held-out questions and entries removed; the random rules'
     seeds (``random:N#S``) pooled into one row per N (mean, min and max of the seeds' accuracies)."""
-    data = rundir.read_run(prune_dir)
-    predictions = [p for p in rundir.latest(data["predictions"]) if p["stage"] == CREDIT_PRUNE]
+    records = rundir.read_jsonl(Path(prune_dir) / rundir.PREDICTIONS)
+    predictions = [p for p in rundir.latest(records) if p["stage"] == CREDIT_PRUNE]
     cells: dict[tuple, dict] = {}
     for p in predictions:
         strategy, _, label = str(p["strategy"]).partition("|")
@@ -228,9 +234,13 @@ def prune_rows(prune_dir: Path) -> list[dict]:
     return sorted(rows, key=order)
 
 
+def _probe(run_dir: Path) -> dict:
+    """The probe settings a run directory's manifest records."""
+    return json.loads((Path(run_dir) / rundir.MANIFEST).read_text(encoding="utf-8")).get("probe") or {}
+
+
 def prune_markdown(prune_dir: Path) -> str:
-    manifest = rundir.read_run(prune_dir)["manifest"]
-    probe = manifest.get("probe") or {}
+    probe = _probe(prune_dir)
     rows = prune_rows(prune_dir)
     strategies = list(dict.fromkeys(r["strategy"] for r in rows))
     by = {(r["rule"], r["strategy"]): r for r in rows}
@@ -276,15 +286,9 @@ PRUNE_NOTE = ("rule: none (nothing removed), toxic, lowest:N (the N of lowest cr
               "the held-out questions; an error, a timeout or a parse failure counts wrong; errors: failed answers")
 
 
-def _label(meta: dict) -> dict:
-    from critique.analysis.echo import critic_of
-    from critique.analysis.read import model_label
-
-    return {"model": model_label(meta), "dataset": meta["dataset"], "critic": critic_of(meta["settings"])}
-
-
 def tables(metas: list[dict], problems: list[str]) -> list:
     """The credit and pruning tables of the credit runs (and their pruning runs) among the runs read."""
+    from critique.analysis.echo import run_label
     from critique.analysis.tabular import Table
 
     out = []
@@ -299,26 +303,24 @@ def tables(metas: list[dict], problems: list[str]) -> list:
                 continue
             problems.extend(f"{meta['path']}: {p}" for p in s["problems"])
             probe = s["probe"]
-            rows.append({**_label(meta), "strategy": probe.get("strategy"), "on": probe.get("on"),
+            rows.append({**run_label(meta), "strategy": probe.get("strategy"), "on": probe.get("on"),
                          "cite": bool(probe.get("cite")), "prompts": s["prompts"],
                          "accuracy_full": None if s["accuracy_full"] is None else 100 * s["accuracy_full"],
                          "deletions": s["deletions"], "decisive": s["decisive_deletions"],
                          "null_asked": s["null"]["asked"], "null_flipped": s["null"]["flipped"],
                          "entries": s["entries"], **s["tiers"]})
         rows.sort(key=lambda r: (r["model"], r["dataset"], r["critic"], str(r["strategy"]), str(r["on"])))
-        # the tiers no run can have: the cited ones without --cite, novel-not-decisive with it, mixed when none is
-        cannot = {NOVEL_UNUSED, USED} if not any(r["cite"] for r in rows) else set()
-        cannot |= {t for t in (NOVEL, MIXED) if not any(r[t] for r in rows)} - ({NOVEL} if cannot else set())
-        columns = [c for c in TIERS_COLUMNS if c not in cannot]
+        shown = shown_tiers(rows, any(r["cite"] for r in rows))
+        columns = [c for c in TIERS_COLUMNS if c not in TIERS or c in shown]
         out.append(Table(TIERS_KEY, TIERS_TITLE, columns, rows, note=TIERS_NOTE) if rows else
                    Table(TIERS_KEY, TIERS_TITLE, skipped="no readable credit run among the inputs"))
     prune_runs = [m for m in metas if m.get("probe") == CREDIT_PRUNE]
     if prune_runs:
         rows = []
         for meta in prune_runs:
-            probe = (rundir.read_run(Path(meta["path"]))["manifest"].get("probe") or {})
+            probe = _probe(Path(meta["path"]))
             for r in prune_rows(Path(meta["path"])):
-                rows.append({**_label(meta), "credit": probe.get("strategy"), "on": probe.get("on"),
+                rows.append({**run_label(meta), "credit": probe.get("strategy"), "on": probe.get("on"),
                              "rule": r["rule"], "removed": r["removed"], "strategy": r["strategy"],
                              **{k: None if r[k] is None else 100 * r[k]
                                 for k in ("accuracy", "accuracy_min", "accuracy_max")},

@@ -50,6 +50,13 @@ def critic_of(settings: dict) -> str:
     return f"{critic}+budget:{budget:g}" if budget else critic
 
 
+def run_label(meta: dict) -> dict:
+    """The columns that name a run in the per-run tables: model (with its variant), dataset, critic."""
+    from critique.analysis.read import model_label
+
+    return {"model": model_label(meta), "dataset": meta["dataset"], "critic": critic_of(meta["settings"])}
+
+
 def rate(flags: list) -> float | None:
     """Percent of true values; None when there are none."""
     found = mean(int(bool(f)) for f in flags)
@@ -117,8 +124,6 @@ def run_row(meta: dict, problems: list[str], data_dirs: list[str] = ()) -> dict 
     """The Echo-Gap numbers of one run; None when it has no episodic memory."""
     import json
 
-    from critique.analysis.read import model_label
-
     path = Path(meta["path"])
     entries, _ = audit.read_memory(path, problems)
     if entries is None:
@@ -137,8 +142,7 @@ def run_row(meta: dict, problems: list[str], data_dirs: list[str] = ()) -> dict 
     kappa, prompts = contamination(rows, predictions)
     self_graded = [r for r in rows if r["believed"] is not None]
     gen_leniency, gen_specificity = generator_rates(rows, truth)
-    return {"model": model_label(meta), "dataset": meta["dataset"], "critic": critic_of(meta["settings"]),
-            "entries": len(rows), "verdict_unknown": len(rows) - len(known), "u0": len(u0),
+    return {**run_label(meta), "entries": len(rows), "verdict_unknown": len(rows) - len(known), "u0": len(u0),
             "leniency": rate([r["r"] == 1 for r in u0]),
             "specificity": rate([r["r"] == 0 for r in known if r["U"] == 1]),
             "corr_b_n_u0": audit.pearson([r["b"] for r in u0], [r["n"] for r in u0]),

@@ -23,6 +23,9 @@ RESULTS = (("model", "dataset", "strategy", "accuracy"), ("tokens_per_question",
 SUGGESTIBILITY = (("model", "dataset", "acc_truth", "acc_lying"), ("attribution",))
 COSTS = (("model", "dataset", "init_tokens", "critique_tokens", "summary_tokens"), ())
 TEXT = ("model", "dataset", "strategy", "attribution")
+# The range of each number column: percentages in [0, 100], counts of tokens never negative.
+PERCENT = ("accuracy", "timeout_rate", "acc_truth", "acc_lying")
+COUNTS = ("tokens_per_question", "init_tokens", "critique_tokens", "summary_tokens")
 
 
 def _lines(lines: list[int]) -> str:
@@ -96,6 +99,7 @@ def read_table(path: str | Path, spec: tuple, errors: list[str], problems: list[
     columns = [c for c in (*required, *optional) if c in header]
     where = {c: header.index(c) for c in columns}
     bad: dict[str, list[int]] = {}
+    outside: dict[str, list[int]] = {}
     rows = []
     for line, cells in records:
         row = {"line": line}
@@ -111,9 +115,15 @@ def read_table(path: str | Path, spec: tuple, errors: list[str], problems: list[
                 row[column] = _number(text)
                 if row[column] is None:
                     bad.setdefault(column, []).append(line)
+                elif _out_of_range(column, row[column]):
+                    row[column] = None
+                    outside.setdefault(column, []).append(line)
         rows.append(row)
     for column, lines in bad.items():
         problems.append(f"{path}: column {column}: not a number on line(s) {_lines(lines)}; those values are left out")
+    for column, lines in outside.items():
+        what = "a percent in [0, 100]" if column in PERCENT else "a count of 0 or more"
+        problems.append(f"{path}: column {column}: not {what} on line(s) {_lines(lines)}; those values are left out")
     incomplete = [r["line"] for r in rows if any(r[c] is None for c in required)]
     if incomplete:
         problems.append(f"{path}: line(s) {_lines(incomplete)} lack a value of {', '.join(required)}; those rows "
@@ -134,6 +144,10 @@ def read_table(path: str | Path, spec: tuple, errors: list[str], problems: list[
         errors.append(f"{path}: no usable rows; left out")
         return None
     return unique
+
+
+def _out_of_range(column: str, value: float) -> bool:
+    return (column in PERCENT and not 0 <= value <= 100) or (column in COUNTS and value < 0)
 
 
 def _warn_fractions(rows: list[dict], columns: list[str], path: Path, problems: list[str]) -> None:

@@ -1,6 +1,7 @@
 """`critique export RUN_DIR... --to OUT/ [--format csv|parquet]`: the records of run directories as
 tables (analysis.frames): predictions, calls and memory, one file each, one row per logged
-record.
+record. The calls table, which holds every prompt and reply, is written to CSV a part at a time
+(`Logs.call_chunks`), so its size in memory does not grow with the logs.
 
 CSV holds lists and objects as JSON text. Parquet needs pyarrow, which critique does not
 require (`pip install pyarrow`). Secret values are redacted before anything is encoded; every
@@ -62,6 +63,25 @@ def _redacted(frame):
     return frame
 
 
+def write_csv_chunks(chunks, columns: list[str], path: Path) -> int:
+    """Write the frames ``chunks`` as one CSV table with ``columns`` (a part's missing ones empty), a part at a
+    time (redacted by the writer); returns the rows written."""
+    import pandas as pd
+
+    from critique.base.rundir import write_text_chunks_atomic
+
+    rows = [0]
+
+    def texts():
+        yield pd.DataFrame(columns=columns).to_csv(index=False)
+        for frame in chunks:
+            rows[0] += len(frame)
+            yield _json_cells(frame.reindex(columns=columns)).to_csv(index=False, header=False)
+
+    write_text_chunks_atomic(path, texts())
+    return rows[0]
+
+
 def write_table(frame, path: Path, form: str) -> None:
     from critique.base.rundir import write_bytes_atomic, write_text_atomic
 
@@ -89,14 +109,21 @@ def run_export(args) -> int:
     logs = frames.load(args.runs, allow_mixed=args.allow_mixed, learners=True)  # a fit's records too
     if not logs.metas:
         raise _user_error("no readable run directory among the inputs: " + "; ".join(logs.errors or logs.problems))
-    tables = {name: getattr(logs, name)() for name in chosen}  # read everything before writing anything
+    # the calls (every prompt and reply: most of the bytes) go to CSV a part at a time; the rest is read first
+    streamed = "calls" if "calls" in chosen and args.format == "csv" else None
+    columns = logs.call_columns() if streamed else None
+    tables = {name: getattr(logs, name)() for name in chosen if name != streamed}
     for line in logs.problems:
         print(f"critique: warning: {line}", file=sys.stderr)
     for line in logs.errors:
         print(f"critique: error: {line}", file=sys.stderr)
     out = Path(args.to)
-    for name, frame in tables.items():
+    for name in chosen:
         path = out / f"{name}.{args.format}"
-        write_table(frame, path, args.format)
-        print(f"critique: wrote {path} ({len(frame):,} rows) from {len(logs.metas)} run directories", file=sys.stderr)
+        if name == streamed:
+            rows = write_csv_chunks(logs.call_chunks(), columns, path)
+        else:
+            write_table(tables[name], path, args.format)
+            rows = len(tables[name])
+        print(f"critique: wrote {path} ({rows:,} rows) from {len(logs.metas)} run directories", file=sys.stderr)
     return 1 if logs.errors else 0

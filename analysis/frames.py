@@ -52,6 +52,7 @@ PREDICTION_COLUMNS = {  # column -> meaning (beyond EXPERIMENT_COLUMNS): the doc
     "repeat": "consistency probe: the repeat's number (null otherwise)",
 }
 OUTCOME_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "error", "repeat")
+CHUNK_ROWS = 5000  # records per frame where a table is written a part at a time (Logs.call_chunks)
 
 
 @dataclass
@@ -116,11 +117,27 @@ class Logs:
 
     def calls(self) -> pd.DataFrame:
         """One row per logged call record; `prompt` is its messages' text, one message per paragraph."""
-        frame = _frame(self.metas, rundir.CALLS, self.problems, self.errors)
-        if "messages" in frame:
-            frame["prompt"] = [None if not isinstance(m, list) else "\n\n".join(
-                str(x.get("content", "")) for x in m if isinstance(x, dict)) for m in frame.pop("messages")]
-        return _ordered(frame, [])
+        return _with_prompt(_ordered(_frame(self.metas, rundir.CALLS, self.problems, self.errors), []))
+
+    def call_columns(self) -> list[str]:
+        """The columns of `calls()`, in its order, found by reading the records one at a time."""
+        seen: dict[str, None] = {}
+        for meta in self.metas:
+            for records in _record_chunks(Path(meta["path"]) / rundir.CALLS, CHUNK_ROWS, [], self.errors):
+                for record in records:
+                    seen.update(dict.fromkeys(record))
+        found = [c for c in EXPERIMENT_COLUMNS] + [c for c in seen if c not in EXPERIMENT_COLUMNS]
+        return [c for c in found if c != "messages"] + (["prompt"] if "messages" in seen else [])
+
+    def call_chunks(self):
+        """The rows of `calls()` as frames of at most CHUNK_ROWS records, one run at a time, for writing a large
+        log set without holding it whole (critique export)."""
+        for meta in self.metas:
+            for records in _record_chunks(Path(meta["path"]) / rundir.CALLS, CHUNK_ROWS, self.problems, []):
+                part = pd.DataFrame.from_records(records)
+                for column, value in _experiment(meta).items():
+                    part[column] = value
+                yield _with_prompt(_ordered(part, []))
 
     def memory(self) -> pd.DataFrame:
         """One row per episodic memory entry of each run, the critique's fields as columns, and
@@ -174,21 +191,53 @@ def _records(path: Path, problems: list[str]) -> list[dict]:
     """The whole records of a JSON-lines log (a cut last line is skipped and reported)."""
     if not path.exists():
         return []
-    out = []
-    for number, line in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if not line.strip():
-            continue
+    found = (_parsed(line, path, number, problems)
+             for number, line in enumerate(path.read_bytes().split(b"\n"), start=1))
+    return [record for record in found if record is not None]
+
+
+def _record_chunks(path: Path, rows: int, problems: list[str], errors: list[str]):
+    """The whole records of a JSON-lines log in lists of at most ``rows``, read a line at a time."""
+    if not path.exists():
+        return
+    chunk = []
+    try:
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                record = _parsed(line, path, number, problems)
+                if record is not None:
+                    chunk.append(record)
+                if len(chunk) >= rows:
+                    yield chunk
+                    chunk = []
+    except OSError as exc:
+        errors.append(f"{path}: cannot be read ({exc}); left out")
+        return
+    if chunk:
+        yield chunk
+
+
+def _parsed(line: bytes, path: Path, number: int, problems: list[str]) -> dict | None:
+    """One line's record; None for a blank line, a line that is not an object, or a cut one (reported)."""
+    if not line.strip():
+        return None
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
         try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            try:
-                record = json.loads(line)  # NaN and Infinity, which orjson refuses
-            except ValueError:
-                problems.append(f"{path}:{number}: unreadable line skipped (cut by a crash?)")
-                continue
-        if isinstance(record, dict):
-            out.append(record)
-    return out
+            record = json.loads(line)  # NaN and Infinity, which orjson refuses
+        except ValueError:
+            problems.append(f"{path}:{number}: unreadable line skipped (cut by a crash?)")
+            return None
+    return record if isinstance(record, dict) else None
+
+
+def _with_prompt(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its ``messages`` column as ``prompt``: the messages' text, one message per paragraph."""
+    if "messages" in frame:
+        frame["prompt"] = [None if not isinstance(m, list) else "\n\n".join(
+            str(x.get("content", "")) for x in m if isinstance(x, dict)) for m in frame.pop("messages")]
+    return frame
 
 
 def _label(value):

@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from critique.analysis.cells import Cells
-from critique.analysis.tables import Result, gains, study_points, suggestibility
+from critique.analysis.points import gains, study_points
+from critique.analysis.tables import Result, suggestibility
 from critique.analysis.tabular import Table, records
 from critique.base import vocab
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import hashlib
 
 from critique.base import rundir
-from critique.analysis import tally
+from critique.analysis import consistency, tally
 from critique.base import vocab
 from critique.base.config import IDENTITY, manifest_value
 from critique.analysis.jsonl import scan
@@ -37,7 +37,7 @@ SETTINGS = CONFIG_SETTINGS + ("endpoint", "weights", "data")
 ABLATED = {"k": "k", "parts": "parts", "train_size": "train_fraction", "gate": "gate"}
 # A prediction carries the tokens of the call that answered it, so only the calls without a
 # prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
-CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error")
+CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error", "request_hash", "model")
 CALL_STAGES = ("stage", frozenset({vocab.CRITIQUE, vocab.RECRITIQUE, vocab.SUMMARY}))
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this, worker processes cost more than they save
 
@@ -93,6 +93,7 @@ def run_meta(path: Path, manifest: dict) -> dict:
         "model": str(config["model"]),
         "dataset": str(dataset["name"]),
         "kind": dataset.get("kind") or "single",
+        "n_test": dataset.get("n_test") if isinstance(dataset.get("n_test"), int) else None,
         "probe": probe.get("name"),
         # the probe's other arguments (a consistency probe's repeats and split) tell probes apart
         "probe_args": json.dumps({k: v for k, v in probe.items() if k not in ("name", "attribution")},
@@ -191,18 +192,20 @@ def memory_counts(path: str, problems: list[str]) -> tuple[int, int]:
     return len(rows), sum(row[0] is True or row[1] is not None for row in rows)
 
 
-def read_records(path: str, plain: bool, shared: bool, with_users: bool,
-                 exact: bool) -> tuple[dict | list, dict | list, list[str], list[str]]:
+def read_records(path: str, plain: bool, shared: bool, with_users: bool, exact: bool, model: str | None = None,
+                 n_test: int | None = None) -> tuple[dict | list, dict | list, list[str], list[str]]:
     """One run's predictions and calls, the problems met, and the errors (a log that cannot be
-    read at all: the run is left out).
+    read at all, or records that contradict the manifest: the run is left out).
 
     Predictions and calls come as tallies (analysis.tally), or, for a run whose experiment
     another run also did (`shared`), as records (predictions by item, call rows), for
     analysis.load to keep the later run's.
     Within a run a later prediction of an item replaces an earlier one (a rerun after a failed
-    call); only answered calls are kept. Only what a table uses is counted: calls (critiques and
-    summaries), tokens, timeouts and parse failures of plain runs only; users only for
-    preference data (others count as the one user "").
+    call); only answered calls are kept, each request once (a repeated line is counted once). Only
+    what a table uses is counted: calls (critiques and summaries), tokens, timeouts and parse
+    failures of plain runs only; users only for preference data (others count as the one user "").
+    The records are checked against the manifest: every call names its ``model``, and no strategy
+    answers more test items than its dataset has (``n_test``).
     """
     problems: list[str] = []
     try:
@@ -211,6 +214,10 @@ def read_records(path: str, plain: bool, shared: bool, with_users: bool,
     except OSError as exc:
         return {}, {}, problems, [f"{path}: cannot read its logs ({exc}); left out"]
     predictions, calls = tally.latest_per_item(predictions, with_users), tally.answered_calls(calls)
+    calls = consistency.once_each(path, calls, problems)
+    contradiction = consistency.contradiction(path, predictions, calls, model, n_test)
+    if contradiction:
+        return {}, {}, problems, [contradiction]
     if shared:
         return predictions, calls, problems, []
     return tally.predictions(predictions, plain), tally.calls(calls), problems, []
@@ -295,10 +302,10 @@ def shared(metas: list[dict]) -> list[bool]:
     return [counts[experiment(m)] > 1 for m in metas]
 
 
-def jobs(metas: list[dict]) -> list[tuple[str, bool, bool, bool, bool]]:
+def jobs(metas: list[dict]) -> list[tuple]:
     """The arguments of read_records for each run."""
-    return [(m["path"], plain(m), repeated, m["kind"] == vocab.PREFERENCE, m["log_version"] != rundir.LOG_VERSION)
-            for m, repeated in zip(metas, shared(metas))]
+    return [(m["path"], plain(m), repeated, m["kind"] == vocab.PREFERENCE, m["log_version"] != rundir.LOG_VERSION,
+             m["model"], m["n_test"]) for m, repeated in zip(metas, shared(metas))]
 
 
 def _log_bytes(metas: list[dict]) -> int:

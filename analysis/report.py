@@ -21,7 +21,8 @@ import numpy as np  # noqa: E402
 from critique.analysis import render  # noqa: E402
 from critique.base import vocab
 from critique.analysis.cells import mean, name_key  # noqa: E402
-from critique.analysis.tables import Result, Table, gains, points, strategy_order  # noqa: E402
+from critique.analysis.points import gains, points  # noqa: E402
+from critique.analysis.tables import Result, Table, strategy_order  # noqa: E402
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.85em}

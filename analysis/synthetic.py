@@ -56,8 +56,9 @@ def call(stage: str, strategy: str | None = None, item_id: str | None = "i0", us
     record = {"run_id": "run", "stage": stage, "strategy": strategy, "item_id": item_id, "user": user,
               "model": model, "prompt_tokens": len(prompt) // 4, "completion_tokens": completion_tokens,
               "reasoning_tokens": reasoning_tokens, "finish_reason": "stop", "latency_s": 0.5, "cached": False,
-              "retries": 0, "error": None, "request_hash": hashlib.sha256(f"{stage}{strategy}{item_id}{user}".encode()
-                                                                          ).hexdigest(),
+              "retries": 0, "error": None,  # a request is what was asked: another prompt or reply, another call
+              "request_hash": hashlib.sha256(f"{stage}{strategy}{item_id}{user}{prompt}{completion_tokens}".encode()
+                                             ).hexdigest(),
               "template": template, "template_hash": TEMPLATES[template],
               "messages": [{"role": "system", "content": "You answer."}, {"role": "user", "content": prompt}],
               "response": response, "time": "2025-01-01T00:00:00Z", "probe": None, "ablation": None}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from critique.base import vocab
 from critique.analysis.cells import COST_STAGES, Cells, mean, name_key, value_key
+from critique.analysis.points import gains, points, study_points
 from critique.analysis.stats import paired_summary, spearman
 from critique.analysis.tabular import (ERROR_NOTE, TITLES, Table, flagged, n_view, plain_value, records, skip,
                                        sort_strategies, strategy_order, with_errors, wide_view)
@@ -49,52 +50,6 @@ def table1(cells: Cells) -> Table:
                         "when no train prediction was read), per user for preference data")
     return Table("table1", TITLES["table1"], columns, records(acc, columns), None, view_columns, view_rows,
                  "; ".join(notes))
-
-
-Points = dict  # (model, dataset) -> strategy -> accuracy
-
-
-def points(accuracy: list[dict]) -> Points:
-    """Accuracy per (model, dataset) point and strategy, from rows of model, dataset, strategy and
-    accuracy (the accuracy cells, or Table 1)."""
-    out: Points = {}
-    for row in accuracy:
-        if row["accuracy"] is not None:
-            out.setdefault((row["model"], row["dataset"]), {})[row["strategy"]] = row["accuracy"]
-    return out
-
-
-def study_points(cells: Cells) -> tuple[Points, list[str]]:
-    """Table 2's and the claims' points: one per model and dataset. Several plain experiments of one
-    model and dataset (analysis.read.label_variants) that differ in their seed alone count as one
-    point, the mean over seeds (keyed by the model's own name); differing in anything else, they
-    are left out, since the tests assume independent points. Also says what it did."""
-    groups: dict[tuple, list] = {}
-    for (label, dataset), accuracy in points(cells.accuracy).items():
-        about = cells.labels.get((label, dataset)) or {"model": label, "settings": {}}
-        groups.setdefault((about["model"], dataset), []).append((label, accuracy, about["settings"]))
-    out: Points = {}
-    notes = []
-    for (model, dataset), members in sorted(groups.items(), key=lambda item: tuple(map(name_key, item[0]))):
-        if len(members) == 1:
-            out[(members[0][0], dataset)] = members[0][1]
-            continue
-        keys = sorted({k for _, _, settings in members for k in settings})
-        differ = [k for k in keys if len({repr(settings.get(k)) for _, _, settings in members}) > 1]
-        if differ == ["seed"]:
-            shared = set.intersection(*(set(accuracy) for _, accuracy, _ in members))
-            out[(model, dataset)] = {s: mean([accuracy[s] for _, accuracy, _ in members]) for s in shared}
-            notes.append(f"{model} / {dataset}: one point, the mean over {len(members)} seeds")
-        else:
-            notes.append(f"{model} / {dataset}: left out, its {len(members)} experiments differ in "
-                         f"{', '.join(differ)} (one experiment per model and dataset, or seeds alone)")
-    return out, notes
-
-
-def gains(points_: Points, critique: str, baseline: str) -> dict[tuple, float]:
-    """(model, dataset) -> accuracy of `critique` minus accuracy of `baseline` (points), where a point has both."""
-    return {point: acc[critique] - acc[baseline] for point, acc in points_.items()
-            if critique in acc and baseline in acc}
 
 
 def table2(cells: Cells) -> Table:

@@ -45,8 +45,9 @@ def label(value):
 
 
 def _counts(value) -> bool:
-    """A token count that counts: a JSON number (not a bool), finite (not NaN or Infinity)."""
-    return type(value) is int or (type(value) is float and math.isfinite(value))
+    """A token count that counts: a JSON number (not a bool), finite (not NaN or Infinity) and not negative
+    (a negative count is no count: it is left out as a missing one is)."""
+    return (type(value) is int and value >= 0) or (type(value) is float and math.isfinite(value) and value >= 0)
 
 
 def _user(user, users: bool):
@@ -126,13 +127,13 @@ def _count(tally: list, correct, timeout, parse_failed, tokens, reasoning, error
 def answered_calls(rows) -> list:
     """The rows of analysis.read.CALL_FIELDS whose call answered: a failed call answered nothing
     (its rerun has its own record)."""
-    return [row for row in rows if row[-1] is None or row[-1] == ""]
+    return [row for row in rows if row[5] is None or row[5] == ""]  # error
 
 
 def calls(rows) -> dict[str, list]:
     """stage -> tally, from answered rows of analysis.read.CALL_FIELDS."""
     tallies: dict[str, list] = {}
-    for stage, _, _, tokens, reasoning, _ in rows:
+    for stage, _, _, tokens, reasoning, *_ in rows:
         tally = tallies.get(label(stage))
         if tally is None:
             tally = tallies[label(stage)] = new()

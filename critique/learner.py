@@ -29,7 +29,7 @@ from critique.engine import parsing
 from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, dataset_files, files_checksum, write_files
 from critique.engine.memory import semantic as semantic_store
 from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
-from critique.base.config import BOUNDS, RunConfig, bound_problem, manifest_run_config
+from critique.base.config import RunConfig, manifest_run_config
 from critique.engine.strategies import STRATEGIES
 
 STAGE = "predict"
@@ -72,11 +72,7 @@ class Learner:
         self.out = Path(out)
         self.task = task
         self.answer_space = list(answer_space) if answer_space is not None else None
-        self.config = RunConfig(dataset=str(self.out / DATA), model=model, strategies=[], **options)
-        for name in BOUNDS:
-            problem = bound_problem(name, getattr(self.config, name))
-            if problem:
-                raise ValueError(f"{name} {problem}")
+        self.config = RunConfig(dataset=str(self.out / DATA), model=model, strategies=[], **options)  # checked there
         self.progress = progress
         self.probe: dict | None = None
         self.ablation: dict | None = None

@@ -42,7 +42,7 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     from critique.datasets.registry import resolve
     from critique.engine.memory.embed import Encoder
     from critique.engine.pipeline import Run
-    from critique.base.paths import cache_dir
+    from critique.base.paths import cache_dir, check_cache_location
     from critique.llm.client import LLM, check_model, llm_config
 
     dataset = resolve(config.dataset, config.data_dir).limited(config.limit)
@@ -54,6 +54,8 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     options = replace(llm_config(config), deployments=deployments, routing_strategy=routing_strategy)
     try:
         check_model(options)
+        if config.use_cache:
+            check_cache_location(cache_dir(config.cache_dir))
     except ValueError as exc:
         raise UserError(str(exc)) from None
     run = Run(out, config, dataset, LLM(options, limits=limits, stop=stop), Encoder(config.encoder, cache_dir(config.cache_dir) if config.use_cache else None),
@@ -89,6 +91,7 @@ class Outcome:
     out: Path
     calls_made: int
     seconds: float
+    errors: dict | None = None  # {calls, predictions} that ended in an error not redone since; None: none
 
 
 
@@ -120,4 +123,5 @@ def execute_run(config, out: Path, *, probe=None, ablation=None, reuse: dict | N
     finally:
         run.close(ended if complete is None else complete)
         run.llm.close()
-    return Outcome(Path(out), run.llm.calls_made, round(time.monotonic() - started, 2)), dict(run.logged)
+    errors = run.manifest.get("errors") if run.manifest.get("status") == "errors" else None
+    return Outcome(Path(out), run.llm.calls_made, round(time.monotonic() - started, 2), errors), dict(run.logged)

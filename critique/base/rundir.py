@@ -38,13 +38,48 @@ MEMORY = "memory"
 LOCK = ".lock"
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+_GIVEN: set[str] = set()  # credentials given other than in the environment (add_secret), for this process
+
+
+def add_secret(value) -> None:
+    """Redact ``value`` from everything this process writes from now on (a key given in a study file)."""
+    if isinstance(value, str) and len(value) >= 4:
+        _GIVEN.add(value)
+
+
+def add_url_secrets(url) -> None:
+    """Redact the credentials written in ``url`` (``http://user:pass@host/``): the password, and user:pass."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str):
+        return
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return
+    if password:
+        add_secret(password)
+        add_secret(f"{user}:{password}")
+    elif user and len(user) >= 8:  # http://TOKEN@host/
+        add_secret(user)
+
+
+def add_param_secrets(params: dict) -> None:
+    """Redact every credential among a provider's parameters (a router deployment's litellm_params): the values
+    of keys that name one (api_key, token, ...) and the credentials in an api_base URL."""
+    for name, value in params.items():
+        if _SECRET_NAME.search(str(name)):
+            add_secret(str(value))
+        elif name == "api_base":
+            add_url_secrets(value)
 
 
 def secret_values() -> list[str]:
-    """Values of environment variables that look like credentials (long enough to matter), and
-    each one as it appears inside a JSON string (a model's JSON reply that repeats a key with a
-    quote or a backslash in it holds it escaped), longest first."""
-    values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8}
+    """Values of environment variables that look like credentials (long enough to matter) and the credentials
+    given otherwise (add_secret), and each one as it appears inside a JSON string (a model's JSON reply that
+    repeats a key with a quote or a backslash in it holds it escaped), longest first."""
+    values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8} | _GIVEN
     return sorted(values | {json.dumps(v, ensure_ascii=False)[1:-1] for v in values}, key=len, reverse=True)
 
 
@@ -129,6 +164,20 @@ def read_jsonl(path: str | Path, problems: list[str] | None = None) -> list[dict
 def write_text_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (redacted) at once: a temporary file, then a rename."""
     write_bytes_atomic(path, redact(text).encode("utf-8"))
+
+
+def write_text_chunks_atomic(path: Path, chunks) -> None:
+    """Replace ``path`` at once with the text ``chunks`` (an iterable of strings, each redacted as it comes):
+    written a chunk at a time to a temporary file, then renamed, so a large file is never held whole. A secret
+    never spans two chunks when each chunk is whole lines (rows) of the file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    secrets = secret_values()
+    with tmp.open("w", encoding="utf-8") as handle:
+        for chunk in chunks:
+            handle.write(redact(chunk, secrets))
+    os.replace(tmp, path)
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from critique.base.config import (BOUNDS, EFFORTS, ON_MISMATCH, PROMPT_SETS, RETRIEVALS, RunConfig, bound_problem,
-                                  canonical_critic)
+from critique.base.config import EFFORTS, ON_MISMATCH, PROMPT_SETS, RETRIEVALS, RunConfig, SettingError
 from critique.base.errors import UserError
 from critique.base.vocab import PARTS, STRATEGIES
 
@@ -62,6 +61,9 @@ RUN_OPTIONS = (
     ("--out", None, {"help": "run directory (default runs/<dataset>__<model>)"}),
     ("--data-dir", "data_dir", {"help": "where built datasets live"}),
     ("--cache-dir", "cache_dir", {"help": "response and embedding cache (default ~/.cache/critique)"}),
+    ("--cache-size-gb", "cache_size_gb", {"type": float, "help": "the response cache's size limit in GB: past it "
+                                          "the oldest entries are evicted, and the run says how many (default "
+                                          "%(default)g)"}),
     ("--no-cache", None, {"action": "store_true", "help": "neither read nor write the shared response cache"}),
     ("--quiet", None, {"action": "store_true", "help": "no progress bars"}),
 )
@@ -81,7 +83,8 @@ def add_run_options(parser: argparse.ArgumentParser, leave_out: tuple[str, ...] 
 
 
 def config_from_args(args, **fixed) -> RunConfig:
-    """The RunConfig of parsed options (``fixed``: fields the command sets itself); UserError if out of bounds."""
+    """The RunConfig of parsed options (``fixed``: fields the command sets itself); UserError naming the flag
+    when a setting is bad (RunConfig checks every one: critique.base.config.setting_problem)."""
     from critique.engine.strategies import parse_strategies
 
     values = {field: getattr(args, field) for field in FLAGS if hasattr(args, field)}
@@ -91,17 +94,10 @@ def config_from_args(args, **fixed) -> RunConfig:
             else list(values["strategies"])
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    for field in BOUNDS:
-        problem = bound_problem(field, values.get(field))
-        if problem:
-            raise UserError(f"{FLAGS[field]} {problem}")
-    if "critic" in values or "label_budget" in values:
-        try:
-            values["critic"], values["label_budget"] = canonical_critic(values.get("critic", RunConfig.critic),
-                                                                        values.get("label_budget"))
-        except ValueError as exc:
-            raise UserError(f"--critic/--label-budget: {exc}") from None
-    return RunConfig(**values, use_cache=not getattr(args, "no_cache", False))
+    try:
+        return RunConfig(**values, use_cache=not getattr(args, "no_cache", False))
+    except SettingError as exc:
+        raise UserError(f"{FLAGS.get(exc.setting, exc.setting)} {exc.problem}") from None
 
 
 def add_rerun_options(p) -> None:
@@ -117,9 +113,10 @@ def rerun_config(config: RunConfig, args) -> RunConfig:
     from dataclasses import replace
 
     if args.concurrency is not None:
-        if args.concurrency < 1:
-            raise UserError(f"--concurrency must be at least 1, not {args.concurrency}")
-        config = replace(config, concurrency=args.concurrency)
+        try:
+            config = replace(config, concurrency=args.concurrency)
+        except SettingError as exc:
+            raise UserError(f"--concurrency {exc.problem}") from None
     return replace(config, use_cache=False) if args.no_cache else config
 
 

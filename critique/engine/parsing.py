@@ -13,6 +13,7 @@ import random
 import re
 from dataclasses import dataclass
 
+from critique.base import labels
 from critique.base.assertion import asserted_option  # noqa: F401  (the one definition, re-exported)
 
 
@@ -23,18 +24,22 @@ class Parsed:
 
 
 def _normalise(value: str, answer_space: list[str]) -> str | None:
-    text = str(value).strip().strip(".\"'`*() ").strip()
-    lowered = {a.lower(): a for a in answer_space}
-    if text.lower() in lowered:
-        return lowered[text.lower()]
-    # "Option 2", "paper B", "answer: yes", "2. karate, ..."
-    words = re.findall(r"[-+]?[A-Za-z0-9]+(?:\.[0-9]+)?", text)  # "-1" and "1.5" are not option 1
-    hits = {lowered[w.lower()] for w in words[:3] if w.lower() in lowered}
+    """The option ``value`` names (critique.base.labels: the one normalisation), or None."""
+    found = labels.lookup(value, answer_space)
+    if found is not None:
+        return found
+    text = labels.fold(value)
+    by_key = {labels.key(a): a for a in answer_space}
+    # "Option 2", "paper B", "answer: yes", "2. karate, ..."; "-1" and "1.5" are not option 1
+    words = re.findall(r"[-+]?\w+(?:\.[0-9]+)?", text)
+    if any(w in labels.NEGATIONS and w not in by_key for w in words[:3]):
+        return None  # "not A" names no answer (as in the assertion check)
+    hits = {by_key[w] for w in words[:3] if w in by_key}
     if len(hits) == 1 and words and len(words) <= 3:
         return hits.pop()
-    match = re.match(r"^\s*([A-Za-z0-9]+)\s*[.):](?!\d)", text)
-    if match and match.group(1).lower() in lowered:
-        return lowered[match.group(1).lower()]
+    match = re.match(r"^\s*(\w+)\s*[.):](?!\d)", text)
+    if match and match.group(1) in by_key:
+        return by_key[match.group(1)]
     return None
 
 

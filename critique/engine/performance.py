@@ -1,6 +1,9 @@
 """The test-stage prompt of one strategy for one item: the memory it shows, chosen by the run's
 retrieval settings (critique.engine.memory.selection), rendered from the strategy's template.
 
+A pool with no critique in memory (none parsed, or every one dropped: ``empty_pool``) shows none: its EP_CRIT,
+SEM_CRIT and EP+SEM_CRIT prompts are zero_shot's, as the run says when its memory is built.
+
 When the gate or the budget leaves no episodic entry, the prompt is the memory-free one: zero_shot's
 prompt for EP_LABEL and EP_CRIT, SEM_CRIT's for EP+SEM_CRIT (its advice stays: only the examples are
 gated): the very messages, so the very request hash, of that strategy's prompt, which the run's log,
@@ -17,6 +20,12 @@ from critique.engine.memory.episodic import Retrieved, pool_of
 from critique.engine.strategies import STRATEGIES
 
 
+def empty_pool(run, user: str | None) -> bool:
+    """No critique of the user's pool entered memory (none parsed, or --on-mismatch drop left none out): its
+    critique strategies have nothing to show and answer with the memory-free prompt, zero_shot's."""
+    return run.memory is not None and run.memory.size(user) == 0 and pool_of(user) not in run.semantic
+
+
 def performance_prompt(run, name: str, item: Item, vector, exclude: str | None = None):
     """(prompt, entries) of strategy `name` for `item` (whose question encodes to `vector`) in the
     pipeline.Run `run`, never showing the entry `exclude`; None when the strategy needs the semantic
@@ -26,6 +35,9 @@ def performance_prompt(run, name: str, item: Item, vector, exclude: str | None =
     without examples, counted with the model's tokenizer, each prompt once; None when the run neither
     gates nor budgets its examples: they are not counted then)."""
     strategy = STRATEGIES[name]
+    if name != EP_LABEL and (strategy.episodic or strategy.semantic) and empty_pool(run, item.user):
+        return agents.performance_prompt(STRATEGIES[ZERO_SHOT].template, run.task, item, run.space, [], None,
+                                         run.config.parts), Retrieved()
     advice = None
     if strategy.semantic:
         advice = (run.semantic.get(pool_of(item.user)) or {}).get("advice")

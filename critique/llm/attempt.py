@@ -13,6 +13,12 @@ class MalformedResponse(Exception):
     """The provider answered 200 with a body that is not a chat completion."""
 
 
+class EmptyReply(Exception):
+    """The provider answered with no content (reasoning only, or a tool call instead of a message): no answer of
+    the model, so never cached nor logged as one; retried like a malformed body, then an error (a rerun asks
+    again)."""
+
+
 class CallFailed(Exception):
     """An attempt that failed in a worker process, classified there (a litellm exception may not pickle)."""
 
@@ -35,6 +41,10 @@ def fields_of(response) -> dict:
         text = choice.message.content
         if text is not None and not isinstance(text, str):
             raise TypeError(f"message content is {type(text).__name__}")
+        if not (text or "").strip() and choice.finish_reason != "length":
+            what = "a tool call" if getattr(choice.message, "tool_calls", None) else "no content"
+            raise EmptyReply(f"the reply has {what} (finish_reason {choice.finish_reason!r}); nothing to read an "
+                             "answer from")
         return {
             "text": text,
             "prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
@@ -66,12 +76,41 @@ def retryable(error: BaseException) -> bool:
 
     if isinstance(error, CallFailed):
         return error.worth_retry
-    if isinstance(error, (MalformedResponse, TimeoutError, ConnectionError, litellm.Timeout,
+    if isinstance(error, (MalformedResponse, EmptyReply, TimeoutError, ConnectionError, litellm.Timeout,
                           litellm.APIConnectionError, litellm.RateLimitError, litellm.InternalServerError,
                           litellm.ServiceUnavailableError)):
         return True
     status = getattr(error, "status_code", None)
     return isinstance(status, int) and (status in RETRY_STATUS or status >= 500)
+
+
+# Errors no retry can cure, by the exception's name (litellm's, as ``describe`` writes it) or by words of its
+# text (a provider that reports missing credentials as a server error), each with what to do about it.
+_INCURABLE_NAMES = {
+    "AuthenticationError": "check the provider's key (its environment variable, or api_key) and the --api-base",
+    "PermissionDeniedError": "check that the key may use this model",
+    "NotFoundError": "check the model name (litellm's provider/model) and the --api-base",
+    "UnsupportedParamsError": "a setting the provider does not take; change it (--reasoning-effort, "
+                              "--temperature, --max-tokens, --seed)",
+    "BadRequestError": "the provider rejected the request as sent; check the model name and the settings",
+}
+_INCURABLE_WORDS = {
+    "missing credentials": _INCURABLE_NAMES["AuthenticationError"],
+    "invalid api key": _INCURABLE_NAMES["AuthenticationError"],
+    "incorrect api key": _INCURABLE_NAMES["AuthenticationError"],
+    "credentials encoded in url": "take the credentials out of the --api-base URL and give the key as the "
+                                  "provider's key variable",
+}
+
+
+def incurable(text: str) -> str | None:
+    """What to do about a failed call whose error (``describe``'s text) no retry can cure: bad credentials, an
+    unknown model, a rejected parameter; None when a retry may help or it is not known."""
+    name = text.split(":", 1)[0].strip()
+    if name in _INCURABLE_NAMES:
+        return _INCURABLE_NAMES[name]
+    lowered = text.lower()
+    return next((hint for words, hint in _INCURABLE_WORDS.items() if words in lowered), None)
 
 
 def retry_after_of(error: BaseException) -> float | None:

@@ -33,19 +33,23 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import sqlite3
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from critique.base.config import RunConfig
-from critique.base.errors import Stopped
-from critique.base.paths import cache_dir, set_aside
-from critique.base.rundir import redact, redact_value
+from critique.base.errors import RunError, Stopped
+from critique.base.paths import cache_dir
+from critique.base.rundir import add_param_secrets, add_url_secrets, redact, redact_value
 from critique.llm import bounds, context
+from critique.llm.response_cache import ResponseCache
 from critique.llm.params import NOT_PARAMS, dropped_by_litellm, run_effort
 from critique.llm.attempt import (RETRY_STATUS, CallFailed, MalformedResponse, backoff, context_exceeded,  # noqa: F401
-                                  describe, fields_of, retry_after_of, retryable)
+                                  describe, fields_of, incurable, retry_after_of, retryable)
+
+# Calls in a row that failed with the same error, after which a client stops making calls (_fail_fast).
+SAME_FAILURES = 10
 
 
 @dataclass
@@ -69,6 +73,7 @@ class LLMConfig:
     endpoint_id: str | None = None  # the name an endpoint's responses are cached under (default: its URL)
     processes: int = RunConfig.call_processes  # > 1: attempts run in that many worker processes (workers.py)
     context_tokens: int | None = None  # the model's context window (None: the embedded model's, else litellm's)
+    cache_size_gb: float = RunConfig.cache_size_gb  # the response cache's size limit
 
 
 def llm_config(run: RunConfig) -> LLMConfig:
@@ -78,7 +83,8 @@ def llm_config(run: RunConfig) -> LLMConfig:
                      reasoning_effort=None if effort == "none" else effort, api_base=run.api_base, seed=run.seed,
                      concurrency=run.concurrency, use_cache=run.use_cache, cache_dir=run.cache_dir,
                      timeout=run.timeout, num_retries=run.num_retries, endpoint_id=run.endpoint_id,
-                     processes=run.call_processes, context_tokens=run.context_tokens)
+                     processes=run.call_processes, context_tokens=run.context_tokens,
+                     cache_size_gb=run.cache_size_gb)
 
 
 @dataclass
@@ -146,6 +152,9 @@ class LLM:
             local_llm.register()
             self.local = local_llm.settings(config.model.split("/", 1)[1], config.context_tokens)
         self.config = config
+        add_url_secrets(config.api_base)  # every credential it is given, from any source, is redacted
+        for deployment in config.deployments or []:
+            add_param_secrets(deployment.get("litellm_params") or {})
         self._router = _router(config) if config.deployments else None
         self._limits = limits
         self._stop = stop
@@ -154,6 +163,9 @@ class LLM:
         # the embedded model computes one reply at a time: more calls in flight only queue
         self.concurrency = 1 if config.model.startswith(f"{local_llm.PROVIDER}/") else max(1, config.concurrency)
         self.calls_made = 0
+        self._answered = 0  # calls the provider answered (not the cache)
+        self._streak: tuple[str | None, int] = (None, 0)  # the error of the last calls that failed in a row, how many
+        self._fatal: str | None = None  # why this client makes no more calls (fail_fast)
         self.context_window = context.window(config.model, config.context_tokens, self.local)  # None: unknown
         self._processes = None  # the worker processes of the attempts, started on the first one
         if config.processes > 1 and self.local is None and not config.deployments:
@@ -189,43 +201,20 @@ class LLM:
         return {model: dropped_by_litellm(model, params) for model in dict.fromkeys(models)}
 
     def _check_stop(self) -> None:
+        if self._fatal is not None:
+            raise RunError(self._fatal)
         if self._stop is not None and self._stop():
             raise Stopped(f"{self.config.model}: stopped before a call (the study was interrupted or is gone)")
 
-    # ---- the response cache: an unreadable one is set aside and rebuilt, never a traceback ----
-    def _open_cache(self):
-        import diskcache
-
-        path = cache_dir(self.config.cache_dir) / "responses"
-        try:
-            cache = diskcache.Cache(str(path))
-            cache.get("")  # reads the database: a truncated or garbled file fails here, not after paid calls
-            return cache
-        except sqlite3.DatabaseError as exc:
-            set_aside(path, exc, "response cache")
-            return diskcache.Cache(str(path))
+    # ---- the response cache (critique.llm.response_cache: busy, unwritable or corrupt, never a traceback) ----
+    def _open_cache(self) -> ResponseCache:
+        return ResponseCache(cache_dir(self.config.cache_dir) / "responses", int(self.config.cache_size_gb * 2**30))
 
     def _cached(self, key: str):
-        try:
-            return self._cache.get(key)
-        except sqlite3.DatabaseError as exc:
-            self._cache = self._reopen(exc)
-            return None
+        return self._cache.get(key)
 
     def _keep(self, key: str, value: dict) -> None:
-        try:
-            self._cache.set(key, value)
-        except sqlite3.DatabaseError as exc:
-            self._cache = self._reopen(exc)
-            self._cache.set(key, value)
-
-    def _reopen(self, error: BaseException):
-        import diskcache
-
-        path = Path(self._cache.directory)
-        self._cache.close()
-        set_aside(path, error, "response cache")
-        return diskcache.Cache(str(path))
+        self._cache.set(key, value)
 
     @staticmethod
     def request_hash(request: dict) -> str:
@@ -292,17 +281,37 @@ class LLM:
             self._check_stop()
             try:
                 fields = await self._attempt(params)
+                self._answered, self._streak = self._answered + 1, (None, 0)
                 return LLMResult(**fields, latency_s=round(time.monotonic() - started, 4), retries=retries)
             except Exception as exc:  # noqa: BLE001 - every failure of the call is reported, none raised
                 error = exc
             if context_exceeded(error):  # the provider's own word that the prompt is too long: an overflow
                 return LLMResult(None, latency_s=round(time.monotonic() - started, 4), retries=retries,
                                  context_overflow=True)
-            if retries >= self.config.num_retries or not retryable(error):
+            text = redact(describe(error))
+            cure = incurable(text)
+            if retries >= self.config.num_retries or not retryable(error) or cure:
+                self._fail_fast(text, cure)
                 return LLMResult(None, latency_s=round(time.monotonic() - started, 4), retries=retries,
-                                 error=redact(describe(error))[:1000])  # redact, then cut
+                                 error=text[:1000])  # redact, then cut
             await asyncio.sleep(backoff(retries, self.config.retry_after, self.config.max_backoff, retry_after_of(error)))
             retries += 1
+
+    def _fail_fast(self, text: str, cure: str | None) -> None:
+        """Make no more calls (every later one raises RunError; this one's failure is still recorded) when the
+        first call the provider answers fails with an error no retry can cure, or when SAME_FAILURES calls in a
+        row fail with the same error."""
+        if cure is not None and self._answered == 0:
+            self._fatal = (f"{self.config.model}: the first call failed with an error no retry can cure "
+                           f"({text[:300]}): {cure}; no more calls are made. What is logged stays; run the same "
+                           "command again once it is fixed")
+        else:
+            same = self._streak[1] + 1 if self._streak[0] == text[:300] else 1
+            self._streak = (text[:300], same)
+            if same >= SAME_FAILURES:
+                self._fatal = (f"{self.config.model}: {same} calls in a row failed with the same error ({text[:300]}); "
+                               "the run stopped rather than fail every call. What is logged stays; run the same "
+                               "command again to resume")
 
     async def _attempt(self, params: dict) -> dict:
         """One request: the LLMResult fields of the reply. The outer deadline is a guard in case a
@@ -323,6 +332,10 @@ class LLM:
             self._processes.close()
         if self._cache is not None:
             self._cache.close()
+            if self._cache.evictions:
+                print(f"critique: warning: the response cache {self._cache.folder} evicted {self._cache.evictions} "
+                      f"older entries to stay within its size limit ({self.config.cache_size_gb:g} GB, "
+                      "--cache-size-gb): their calls would be made again", file=sys.stderr)
 
 
 def endpoint_of(config: LLMConfig):

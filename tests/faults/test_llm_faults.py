@@ -91,8 +91,18 @@ def test_retry_after_is_honoured(server):
     assert result.retries == 2 and seconds >= 0.8
 
 
-@pytest.mark.parametrize("fault, parse_failed, timeout", [("empty", True, False), ("truncated", True, False),
-                                                          ("length", True, True)])
+def test_an_empty_reply_is_no_answer_and_is_not_cached(server, tmp_path):
+    cache = {"use_cache": True, "cache_dir": str(tmp_path)}
+    server.faults, server.fault_rate = ("empty",), 1.0
+    result, _ = complete(server, "reply empty", num_retries=1, **cache)
+    assert result.text is None and result.retries == 1 and len(server.log) == 2  # retried, then an error
+    assert result.error.startswith("EmptyReply: the reply has no content")
+    server.fault_rate = 0.0
+    again, _ = complete(server, "reply empty", **cache)
+    assert again.error is None and again.text and not again.cached and len(server.log) == 3  # asked again
+
+
+@pytest.mark.parametrize("fault, parse_failed, timeout", [("truncated", True, False), ("length", True, True)])
 def test_a_bad_reply_is_the_models_answer_and_parses_by_the_policy(server, fault, parse_failed, timeout):
     server.faults, server.fault_rate = (fault,), 1.0
     result, _ = complete(server, f"reply {fault}")

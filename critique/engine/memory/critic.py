@@ -164,6 +164,22 @@ async def critique_item(run, item, seen: dict | None = None) -> tuple[dict | Non
     return entry, not (kept["assertion_mismatch"] and run.config.on_mismatch == "drop")
 
 
+def _say_missing(train: list, parsed: list, kept: list[dict]) -> None:
+    """Say on stderr how many train items have no critique in memory, and which pools are left with none (their
+    critique strategies answer with zero_shot's prompt: critique.engine.performance.empty_pool)."""
+    from critique.engine.memory.episodic import pool_of
+
+    if len(kept) == len(train):
+        return
+    print(f"critique: {len(parsed)} of {len(train)} critiques parsed and {len(kept)} entered memory (the others' "
+          "call failed, or their reply was not a critique: calls.jsonl, stage critique)", file=sys.stderr)
+    empty = sorted({pool_of(i.user) for i in train} - {pool_of(e.get("user")) for e in kept})
+    if empty:
+        shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+        print(f"critique: warning: no critique in memory for {'pool' if len(empty) == 1 else 'pools'} {shown}: "
+              "EP_CRIT, SEM_CRIT and EP+SEM_CRIT answer those questions with zero_shot's prompt", file=sys.stderr)
+
+
 async def critiques(run) -> list[dict]:
     """The entries that enter memory, in train order (``run.each`` over the train items); with
     ``drop``, the others are written to memory/dropped.jsonl."""
@@ -180,6 +196,7 @@ async def critiques(run) -> list[dict]:
     ordered = [found[entry_id(i)] for i in train if entry_id(i) in found]
     kept = [entry for entry, keep in ordered if keep]
     _say_critic(run, shown)
+    _say_missing(train, ordered, kept)
     mode = run.config.on_mismatch
     if mode == "drop":
         dropped = [entry for entry, keep in ordered if not keep]

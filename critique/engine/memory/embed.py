@@ -12,7 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from critique.base.config import DEFAULT_ENCODER
-from critique.base.paths import set_aside
+from critique.base import paths
+from critique.base.paths import cache_trouble, say_cache_skipped, set_aside
+
+CHUNK = 1024  # texts encoded, then stored in the cache, at a time
 
 
 def default_encoder_path() -> str:
@@ -48,24 +51,31 @@ class Encoder:
         if self._cache_path is None:
             return None
         self._cache_path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self._cache_path, timeout=60)
+        db = sqlite3.connect(self._cache_path, timeout=paths.CACHE_WAIT_S)
         db.execute("CREATE TABLE IF NOT EXISTS vec (model TEXT, text_hash TEXT, v BLOB, PRIMARY KEY (model, text_hash))")
         return db
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """L2-normalised float32 vectors, one row per text. An unreadable cache is set aside and
-        rebuilt (the vectors are computed again), never a traceback."""
+        """L2-normalised float32 vectors, one row per text. A corrupt cache is set aside and rebuilt (the
+        vectors are computed again); a busy or unwritable one is left as it is and the vectors are computed
+        without it (critique.base.paths.cache_trouble); never a traceback."""
         try:
-            return self._encode(texts)
+            return self._encode(texts, self._cache_path)
         except sqlite3.DatabaseError as exc:
+            trouble = cache_trouble(exc, self._cache_path)
+            if trouble != "corrupt":
+                say_cache_skipped("embedding cache", self._cache_path, trouble, exc)
+                return self._encode(texts, None)
             set_aside(self._cache_path, exc, "embedding cache")
-            return self._encode(texts)
+            return self._encode(texts, self._cache_path)
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
+    def _encode(self, texts: list[str], cache: Path | None) -> np.ndarray:
+        """The vectors, from the cache at ``cache`` (None: none) where it has them; the others are computed
+        and stored a chunk at a time (CHUNK texts), so that a run killed while encoding keeps what it did."""
         hashes = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
         found: dict[str, np.ndarray] = {}
         with self._lock:
-            db = self._db()
+            db = self._db() if cache is not None else None
             try:
                 if db is not None:
                     for h in set(hashes):
@@ -73,14 +83,14 @@ class Encoder:
                         if row:
                             found[h] = np.frombuffer(row[0], dtype=np.float32)
                 todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
-                if todo:
-                    vectors = self._load().encode([t for _, t in todo], batch_size=32, normalize_embeddings=True,
+                for start in range(0, len(todo), CHUNK):
+                    chunk = todo[start:start + CHUNK]
+                    vectors = self._load().encode([t for _, t in chunk], batch_size=32, normalize_embeddings=True,
                                                   convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
-                    for (h, _), v in zip(todo, vectors):
-                        found[h] = v
+                    found.update((h, v) for (h, _), v in zip(chunk, vectors))
                     if db is not None:
                         db.executemany("INSERT OR REPLACE INTO vec VALUES (?,?,?)",
-                                       [(self.name, h, v.tobytes()) for (h, _), v in zip(todo, vectors)])
+                                       [(self.name, h, v.tobytes()) for (h, _), v in zip(chunk, vectors)])
                         db.commit()
             finally:
                 if db is not None:

@@ -52,14 +52,21 @@ def _index_path(folder: Path, pool: str) -> Path:
     return folder / f"episodic-{pool}.faiss"
 
 
+def pool_rows(entries: list[dict]) -> dict[str, list[int]]:
+    """Pool -> the rows of its entries, in order."""
+    pools: dict[str, list[int]] = {}
+    for row, entry in enumerate(entries):
+        pools.setdefault(pool_of(entry.get("user")), []).append(row)
+    return pools
+
+
 class EpisodicMemory:
     def __init__(self, entries: list[dict], vectors: np.ndarray):
         import faiss
 
         self.entries = entries
         self._pools: dict[str, tuple[list[int], object]] = {}
-        for pool in sorted({pool_of(e.get("user")) for e in entries}):
-            rows = [i for i, e in enumerate(entries) if pool_of(e.get("user")) == pool]
+        for pool, rows in sorted(pool_rows(entries).items()):  # one pass: linear in the entries
             index = faiss.IndexFlatIP(vectors.shape[1])
             index.add(np.ascontiguousarray(vectors[rows], dtype=np.float32))
             self._pools[pool] = (rows, index)
@@ -83,11 +90,8 @@ class EpisodicMemory:
         import faiss
 
         entries = read_jsonl(folder / ENTRIES)
-        pools: dict[str, list[int]] = {}
-        for row, entry in enumerate(entries):
-            pools.setdefault(pool_of(entry.get("user")), []).append(row)
         vectors = None
-        for pool, rows in pools.items():
+        for pool, rows in pool_rows(entries).items():
             path = _index_path(folder, pool)
             index = faiss.read_index(str(path)) if path.exists() else None
             if index is None or index.ntotal != len(rows):

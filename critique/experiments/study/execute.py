@@ -101,7 +101,7 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
     study's event loop (threads backend), else this worker process's (``process_loop``)."""
     started = time.monotonic()
     head = f"[{cell.index}/{total}] {cell.label}"
-    calls, done = 0, []
+    calls, done, errors = 0, [], {}
     with shared_objects.running():
         if shared_objects.stop_requested():  # the study was stopped before this cell began: touch nothing
             say(f"{head}: not started (the study was stopped); rerun the study to run it")
@@ -129,7 +129,11 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                     pool.update({k: v for k, v in logged.items() if k not in pool})
                 calls += outcome.calls_made
                 done.append(task.label)
-                say(f"{head}: {task.label} done ({outcome.calls_made} calls, {outcome.seconds:.1f}s)")
+                if outcome.errors:
+                    errors[task.label] = (f"{outcome.errors['calls']} calls and {outcome.errors['predictions']} "
+                                          "predictions ended in an error")
+                say(f"{head}: {task.label} done ({outcome.calls_made} calls, {outcome.seconds:.1f}s"
+                    + (f"; {errors[task.label]}" if outcome.errors else "") + ")")
         except Stopped:
             say(f"{head}: stopped after {time.monotonic() - started:.1f}s; rerun the study to resume it")
             shared_objects.stopped(watchdog.gone)
@@ -142,6 +146,11 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
         finally:
             watchdog.close()
             shared_objects.cell_ended()
+    if errors:
+        message = ("; ".join(f"{label}: {what}" for label, what in errors.items()) + " (see the error field of "
+                   "their calls.jsonl and predictions.jsonl); rerun the study to retry them")
+        say(f"{head}: finished with errors ({message})")
+        return {"cell": cell.index, "label": cell.label, "status": "errors", "calls": calls, "error": message}
     say(f"{head}: complete ({len(done)} run directories written, {calls} calls, "
         f"{time.monotonic() - started:.1f}s)")
     return {"cell": cell.index, "label": cell.label, "status": "done", "calls": calls, "error": None}
@@ -224,8 +233,9 @@ def main(args) -> int:
             keep.close()
     failed = [r for r in results if r["status"] != "done"]
     stopped = sum(r["status"] == "stopped" for r in results)  # a stopped cell is no failure: say which
+    with_errors = sum(r["status"] == "errors" for r in results)
     say(f"study: {len(results) - len(failed)} cells done, {len(cells) - len(todo)} skipped, "
-        f"{len(failed) - stopped} failed, {stopped} stopped; "
+        f"{len(failed) - stopped - with_errors} failed, {with_errors} with errors, {stopped} stopped; "
         f"{sum(r['calls'] for r in results)} LLM calls made. Tables: critique tables {study.out}")
     for r in failed:
         say(f"  {r['status']}: {r['label']}" + (f": {r['error']}" if r["error"] else ""))

@@ -8,9 +8,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from critique.base.config import (EFFORTS, ON_MISMATCH, PROMPT_SETS, RETRIEVALS, bound_problem,
-                                  canonical_critic)
+from critique.base.config import canonical_critic, setting_problem
 from critique.base.errors import UserError
+from critique.base.rundir import add_param_secrets, add_url_secrets
 from critique.experiments import ablations, probes
 
 SETTINGS = {  # top-level field -> (type, what it is)
@@ -39,10 +39,12 @@ SETTINGS = {  # top-level field -> (type, what it is)
     "data_dir": (str, "where built datasets live"),
     "cache_dir": (str, "response and embedding cache"),
     "use_cache": (bool, "read and write the shared response cache"),
+    "cache_size_gb": (float, "the response cache's size limit in GB"),
     "jobs": (int, "cells at once"),
     "backend": (str, "joblib backend"),
 }
 FIELD_OF = {"retries": "num_retries"}  # study file name -> RunConfig field, where they differ
+MODEL_FIELD_OF = {**FIELD_OF, "name": "model"}
 TABLES = ("models", "providers", "probes", "ablations", "router")
 MODEL_FIELDS = {"name": str, "api_base": str, "reasoning_effort": str, "max_tokens": int, "temperature": float,
                 "concurrency": int, "timeout": float, "retries": int, "context_tokens": int}
@@ -51,6 +53,11 @@ PROBE_FIELDS = {"suggestibility": {"attributions", "datasets", "models"},
 ABLATION_FIELDS = {"values", "datasets", "models"}
 ROUTER_FIELDS = {"routing_strategy", "model_list"}
 DEPLOYMENT_FIELDS = {"model_name", "litellm_params", "model_info"}
+# What a deployment's litellm_params may set: where and how to reach the endpoint, never how it samples (a
+# sampling setting there would reach the provider without being in the manifest or the request hash).
+CONNECTION_PARAMS = {"model", "api_base", "api_key", "api_version", "organization", "rpm", "tpm",
+                     "max_parallel_requests", "aws_region_name", "aws_access_key_id", "aws_secret_access_key",
+                     "vertex_project", "vertex_location", "vertex_credentials"}
 BACKENDS = ("threading", "loky", "dask", "ray")
 
 
@@ -147,11 +154,11 @@ def _string_list(path: Path, where: str, value) -> list[str]:
 
 def load(path: str | Path) -> Study:
     """Parse and check the study file (no call, nothing written)."""
-    from critique.engine.strategies import DEFAULT, PARTS, parse_strategies
+    from critique.engine.strategies import DEFAULT, parse_strategies
 
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not part of the TOML
     except FileNotFoundError:
         raise _error(f"{path}: study file not found") from None
     except tomllib.TOMLDecodeError as exc:
@@ -168,19 +175,14 @@ def load(path: str | Path) -> Study:
     for key in ("data_dir", "cache_dir"):
         if key in settings:
             settings[key] = rel(settings[key])
+    if not settings.get("out", "-").strip():
+        raise _error(f"{path}: out must not be empty (leave it out for runs/{path.stem})")
     out = Path(rel(settings.pop("out", f"runs/{path.stem}")))
-    for key in SETTINGS:  # a study file's "retries" is RunConfig's num_retries
-        problem = bound_problem(FIELD_OF.get(key, key), settings.get(key)) if key != "jobs" else \
-            (f"must be at least 1, not {settings[key]}" if settings.get(key, 1) < 1 else None)
+    for key, value in settings.items():  # a study file's "retries" is RunConfig's num_retries
+        problem = setting_problem(FIELD_OF.get(key, key), value) if key != "jobs" else \
+            (f"must be at least 1, not {value}" if value < 1 else None)
         if problem:
             raise _error(f"{path}: {key} {problem}")
-    if settings.get("parts", "full") not in PARTS:
-        raise _error(f"{path}: parts must be one of {', '.join(PARTS)}, not {settings['parts']!r}")
-    if settings.get("reasoning_effort", "low") not in EFFORTS:
-        raise _error(f"{path}: reasoning_effort must be one of {', '.join(EFFORTS)}")
-    for key, known in (("prompts", PROMPT_SETS), ("on_mismatch", ON_MISMATCH), ("retrieval", RETRIEVALS)):
-        if settings.get(key, known[0]) not in known:
-            raise _error(f"{path}: {key} must be one of {', '.join(known)}, not {settings[key]!r}")
     if "critic" in settings or "label_budget" in settings:
         try:
             settings["critic"], settings["label_budget"] = canonical_critic(settings.get("critic", "gold"),
@@ -203,8 +205,10 @@ def load(path: str | Path) -> Study:
                          f"(both are named {Path(name).name!r})")
     settings.pop("datasets", None)
     strategies = settings.pop("strategies", list(DEFAULT))
+    if strategies == []:
+        raise _error(f"{path}: strategies: give at least one strategy (leave the field out for all five)")
     try:
-        strategies = parse_strategies(",".join(_string_list(path, "strategies", strategies))) if strategies else []
+        strategies = parse_strategies(",".join(_string_list(path, "strategies", strategies)))
     except ValueError as exc:
         raise _error(f"{path}: strategies: {exc}") from None
 
@@ -218,12 +222,11 @@ def load(path: str | Path) -> Study:
         if "name" not in entry:
             raise _error(f"{path}: {where} has no name (a litellm model string)")
         values = {k: _typed(path, f"{where}.{k}", v, MODEL_FIELDS[k]) for k, v in entry.items()}
-        if values.get("reasoning_effort", "low") not in EFFORTS:
-            raise _error(f"{path}: {where}.reasoning_effort must be one of {', '.join(EFFORTS)}")
-        for key, low in (("max_tokens", 1), ("concurrency", 1), ("retries", 0), ("timeout", 0.001),
-                         ("context_tokens", 1)):
-            if key in values and values[key] < low:
-                raise _error(f"{path}: {where}.{key} must be at least {low}, not {values[key]}")
+        for key, value in values.items():
+            problem = setting_problem(MODEL_FIELD_OF.get(key, key), value)
+            if problem:
+                raise _error(f"{path}: {where}.{key} {problem}")
+        add_url_secrets(values.get("api_base"))
         models.append(Model(**values))
     names = [m.name for m in models]
     if len(set(names)) != len(names):
@@ -234,6 +237,10 @@ def load(path: str | Path) -> Study:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise _error(f"{path}: providers.{key} must be a whole number >= 1 (calls in flight), not {value!r}")
         providers[key] = value
+    unknown = sorted(set(providers) - {m.provider for m in models})
+    if unknown:
+        raise _error(f"{path}: providers.{unknown[0]} is not the provider of any [[models]] entry (theirs: "
+                     f"{', '.join(sorted({m.provider for m in models}))})")
 
     router = data.get("router") or {}
     for key in router:
@@ -247,9 +254,15 @@ def load(path: str | Path) -> Study:
         if not isinstance(params, dict) or not isinstance(params.get("model"), str) \
                 or not isinstance(params.get("api_base"), str):
             raise _error(f"{path}: {where}.litellm_params needs model and api_base (one endpoint of the model)")
+        sampling = sorted(set(params) - CONNECTION_PARAMS)
+        if sampling:
+            raise _error(f"{path}: {where}.litellm_params.{sampling[0]} is not a connection setting ("
+                         f"{', '.join(sorted(CONNECTION_PARAMS))}): a setting of how the model answers belongs in "
+                         "[[models]] or the top level, where it is checked, recorded and part of the request hash")
         if entry.get("model_name") not in by_name:
             raise _error(f"{path}: {where}.model_name {entry.get('model_name')!r} is not the name of a [[models]] "
                          f"entry ({', '.join(names)})")
+        add_param_secrets(params)  # a key written in the study file is redacted like one in the environment
         model = by_name[entry["model_name"]]
         model.deployments = (model.deployments or []) + [entry]
     for model in models:

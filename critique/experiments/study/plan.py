@@ -27,6 +27,7 @@ def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
                      reasoning_effort=pick("reasoning_effort", "reasoning_effort"), api_base=_api_base(model),
                      concurrency=pick("concurrency", "concurrency"), encoder=s.get("encoder", RunConfig.encoder),
                      use_cache=s.get("use_cache", RunConfig.use_cache), data_dir=s.get("data_dir"),
+                     cache_size_gb=s.get("cache_size_gb", RunConfig.cache_size_gb),
                      cache_dir=s.get("cache_dir"), timeout=pick("timeout", "timeout"),
                      num_retries=pick("retries", "num_retries"), context_tokens=model.context_tokens,
                      prompts=s.get("prompts", RunConfig.prompts),

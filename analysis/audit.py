@@ -287,7 +287,7 @@ def audit_run(meta: dict, partner: dict | None, problems: list[str], data_dirs: 
     from critique.analysis.read import model_label
 
     path = Path(meta["path"])
-    manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+    manifest = rundir.read_manifest(path)
     space = [str(a) for a in (manifest.get("dataset") or {}).get("answer_space") or []]
     entries, pools = read_memory(path, problems)
     predictions = counted(path, vocab.TEST, problems)

@@ -21,7 +21,6 @@ provider; the null control (the same prompt asked again) says how many flips the
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from critique.base import rundir
@@ -47,7 +46,7 @@ def read(credit_dir: Path, source_dir: Path | None = None) -> dict:
     if probe.get("name") != CREDIT:
         raise ValueError(f"{credit_dir}: not a credit run (its manifest's probe is {probe.get('name')!r})")
     source = Path(source_dir) if source_dir else credit_dir.parent / str(probe.get("source"))
-    source_manifest = json.loads((source / rundir.MANIFEST).read_text(encoding="utf-8"))
+    source_manifest = rundir.read_manifest(source)
     if source_manifest.get("run_id") != probe.get("source_run_id"):
         raise ValueError(f"{source}: run {source_manifest.get('run_id')}, not the credit run's source "
                          f"{probe.get('source_run_id')}")
@@ -236,7 +235,7 @@ def prune_rows(prune_dir: Path) -> list[dict]:
 
 def _probe(run_dir: Path) -> dict:
     """The probe settings a run directory's manifest records."""
-    return json.loads((Path(run_dir) / rundir.MANIFEST).read_text(encoding="utf-8")).get("probe") or {}
+    return rundir.read_manifest(Path(run_dir)).get("probe") or {}
 
 
 def prune_markdown(prune_dir: Path) -> str:

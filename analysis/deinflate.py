@@ -42,7 +42,7 @@ NOTE = ("accuracy: the verifier's arm (its flagged entries demoted: doubt = show
 
 def _manifest(path: Path) -> dict | None:
     try:
-        return json.loads((Path(path) / rundir.MANIFEST).read_text(encoding="utf-8"))
+        return rundir.read_manifest(Path(path))
     except (OSError, ValueError):
         return None
 

@@ -275,7 +275,7 @@ def _ordered(frame: pd.DataFrame, first: list[str]) -> pd.DataFrame:
 
 def _dataset_questions(meta: dict) -> dict[tuple, str]:
     """(user, item id) -> question, from the dataset folder the run read, when it is still there."""
-    manifest = json.loads((Path(meta["path"]) / rundir.MANIFEST).read_text(encoding="utf-8"))
+    manifest = rundir.read_manifest(Path(meta["path"]))
     folder = Path(str((manifest.get("dataset") or {}).get("path") or ""))
     if not str(folder) or not folder.is_dir():
         return {}

@@ -15,7 +15,6 @@ counts the condition's. Preference data: rates per user, then the mean over user
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from critique.analysis.cells import over_users, percent_correct
@@ -41,7 +40,7 @@ def _rate(records: list[dict], preference: bool) -> float | None:
 
 def run_rows(path: Path, problems: list[str]) -> list[dict]:
     try:
-        manifest = json.loads((Path(path) / rundir.MANIFEST).read_text(encoding="utf-8"))
+        manifest = rundir.read_manifest(Path(path))
     except (OSError, ValueError) as exc:
         problems.append(f"{path}: unreadable manifest ({exc}); no overturn rows")
         return []

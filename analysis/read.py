@@ -117,7 +117,7 @@ def read_manifests(paths: list[Path], errors: list[str]) -> list[dict]:
     metas = []
     for path in paths:
         try:
-            manifest = json.loads((path / rundir.MANIFEST).read_text(encoding="utf-8"))
+            manifest = rundir.read_manifest(path)
             metas.append(run_meta(path, manifest))
         except (OSError, ValueError) as exc:
             errors.append(f"{path}: unreadable {rundir.MANIFEST} ({exc}); left out")

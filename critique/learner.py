@@ -93,7 +93,7 @@ class Learner:
         run_dir = Path(run_dir)
         if not rundir.is_run_dir(run_dir):
             raise FileNotFoundError(f"{run_dir}: not a run directory (no {rundir.MANIFEST})")
-        manifest = json.loads((run_dir / rundir.MANIFEST).read_text(encoding="utf-8"))
+        manifest = rundir.read_manifest(run_dir)
         config = replace(manifest_run_config(manifest), **options)
         local = run_dir / DATA  # a learner's run directory, possibly moved since it was fitted
         if (local / CARD).exists() and dataset_checksum(local) == manifest["dataset"]["checksum"]:

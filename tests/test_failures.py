@@ -28,18 +28,20 @@ def test_a_study_cell_whose_calls_failed_is_not_complete_and_a_rerun_retries_it(
                                                                                  capsys):
     study = home / "study.toml"
     study.write_text(STUDY)
-    monkeypatch.setenv("FAKE_LLM_FAIL", "answer")  # every answer fails (a 503 each time, say); critiques do not
+    monkeypatch.setenv("FAKE_LLM_FAIL", "answer")  # every answer fails (a 503 each time, say)
     assert main(["study", str(study)]) == 1
     out = capsys.readouterr().out
-    assert "mcr-gen x fake/model" in out and "run: 6 calls and 6 predictions ended in an error" in out, out
+    assert "mcr-gen x fake/model" in out and "run: 3 calls and 3 predictions ended in an error" in out, out
     assert "1 with errors" in out
     run = home / "out" / "mcr-gen__fake_model"
     manifest = json.loads((run / rundir.MANIFEST).read_text())
-    assert manifest["status"] == "errors" and manifest["errors"] == {"calls": 6, "predictions": 6}
+    assert manifest["status"] == "errors" and manifest["errors"] == {"calls": 3, "predictions": 3}
     assert main(["study", str(study), "--dry-run"]) == 0
     assert "run (partial)" in capsys.readouterr().out  # not taken for complete
     monkeypatch.delenv("FAKE_LLM_FAIL")
-    assert main(["study", str(study)]) == 0  # retried (and the critiques of the answers it now has made)
+    before = len(fake_llm.CALLS)
+    assert main(["study", str(study)]) == 0
+    assert len(fake_llm.CALLS) - before == 3  # exactly the failed ones asked again
     manifest = json.loads((run / rundir.MANIFEST).read_text())
     assert manifest["status"] == "complete" and manifest["errors"] == {"calls": 0, "predictions": 0}
 

@@ -116,7 +116,7 @@ def test_retrieved_scores_are_logged_nearest_first_and_are_the_cosines(home, fak
 
 def test_a_gated_empty_prompt_is_the_zero_shot_request_and_costs_no_call(home, fake_llm):
     assert run(home / "g", "--gate", "1.0") == 0  # no other question is that similar: every prompt is empty
-    assert len(fake_llm.CALLS) == 6 + 6 + 1 + 6  # initial, critiques, summary, zero_shot: EP_CRIT asks nothing
+    assert len(fake_llm.CALLS) == 6 + 6 + 6  # initial, critiques, zero_shot: EP_CRIT asks nothing (and needs no summary)
     zero, gated = answered(home / "g", "zero_shot"), answered(home / "g", "EP_CRIT")
     assert set(zero) == set(gated) and len(gated) == 6
     for item_id, p in gated.items():
@@ -126,8 +126,8 @@ def test_a_gated_empty_prompt_is_the_zero_shot_request_and_costs_no_call(home, f
     assert len(calls) == 6 and {c["template"] for c in calls.values()} == {"performance_zero_shot.j2"}
     # in another run with EP_CRIT alone, the same requests are answered by the response cache
     out = home / "alone"
-    assert main(["run", *[a for a in RUN if a != "--no-cache"], "--k", "3", "--strategies", "zero_shot",
-                 "--out", str(home / "zs")]) == 0
+    assert main(["run", *[a for a in RUN if a != "--no-cache"], "--k", "3", "--strategies", "zero_shot,EP_CRIT",
+                 "--out", str(home / "zs")]) == 0  # its train stage is EP_CRIT's
     fake_llm.CALLS.clear()
     assert main(["run", *[a for a in RUN if a != "--no-cache"], "--k", "3", "--strategies", "EP_CRIT",
                  "--gate", "1.0", "--out", str(out)]) == 0

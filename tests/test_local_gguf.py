@@ -45,16 +45,16 @@ def test_a_gguf_file_runs_the_pipeline_in_process(home, gguf_f16, monkeypatch, c
     model = "local/./my models/tiny.gguf"  # relative to the working directory
     out = home / "run"
     argv = ["run", "--dataset", "mcr-gen", "--model", model, "--limit", "1", "--k", "1",
-            "--strategies", "zero_shot", "--out", str(out), "--quiet", "--max-tokens", "200"]
+            "--strategies", "zero_shot,EP_CRIT", "--out", str(out), "--quiet", "--max-tokens", "200"]
     assert main(argv) == 0
     data = rundir.read_run(out)
     calls = data["calls"]
-    assert {c["stage"] for c in calls} == {"train_predict", "critique", "summary", "test"}
+    assert {c["stage"] for c in calls} == {"train_predict", "critique", "test"}  # EP_CRIT needs no summary
     # real usage numbers, and a prompt count that never falls short of what the model read
     assert all(c["error"] is None and c["prompt_tokens"] > 50 and c["completion_tokens"] > 0 for c in calls)
     assert all(local_llm.count_tokens("./my models/tiny.gguf", c["messages"]) >= c["prompt_tokens"] for c in calls)
     tests = [p for p in data["predictions"] if p["stage"] == "test"]
-    assert len(tests) == 1
+    assert len(tests) == 2
     # grammar-constrained JSON: the answer is always an option, never a parse failure
     assert all(not p["parse_failed"] and p["answer"] in {"1", "2", "3", "4"} for p in tests if not p["timeout"])
     assert all(c["cut_fields"] is not None for c in calls)  # held to the schema's bounds like the packaged model

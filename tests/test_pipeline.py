@@ -74,12 +74,23 @@ def test_response_cache_is_shared_across_runs_and_no_cache_bypasses_it(home, fak
     assert len(fake_llm.CALLS) == 43
 
 
-def test_adding_a_strategy_to_a_run_only_runs_that_strategy(home, fake_llm):
-    assert run(home / "r", "--strategies", "zero_shot") == 0
-    fake_llm.CALLS.clear()
+def test_adding_a_strategy_to_a_run_only_runs_that_strategy_and_the_train_stages_it_needs(home, fake_llm):
     assert run(home / "r", "--strategies", "zero_shot,EP_CRIT") == 0
-    assert len(fake_llm.CALLS) == 6
-    assert rundir.read_run(home / "r")["manifest"]["config"]["strategies"] == ["zero_shot", "EP_CRIT"]
+    fake_llm.CALLS.clear()
+    assert run(home / "r", "--strategies", "zero_shot,EP_CRIT,SEM_CRIT") == 0
+    assert len(fake_llm.CALLS) == 1 + 6  # the summary SEM_CRIT needs, then its test answers
+    assert rundir.read_run(home / "r")["manifest"]["config"]["strategies"] == ["zero_shot", "EP_CRIT", "SEM_CRIT"]
+
+
+@pytest.mark.parametrize("strategies, stages", [
+    ("zero_shot", {"test": 6}),  # nothing of the train stage
+    ("zero_shot,EP_LABEL", {"train_predict": 6, "test": 12}),  # the initial answers EP_LABEL shows
+    ("zero_shot,EP_CRIT", {"train_predict": 6, "critique": 6, "test": 12}),  # no summary: nothing reads it
+    ("SEM_CRIT", {"train_predict": 6, "critique": 6, "summary": 1, "test": 6}),
+])
+def test_a_run_makes_only_the_train_stages_its_strategies_need(home, fake_llm, strategies, stages):
+    assert run(home / "r", "--strategies", strategies) == 0
+    assert Counter(c["stage"] for c in rundir.read_jsonl(home / "r" / rundir.CALLS)) == stages
 
 
 def test_no_secret_reaches_the_run_directory(home, fake_llm, monkeypatch, capsys):
@@ -169,7 +180,8 @@ class _Calls:
 
         self.logged, self._pending, self.sent, self.cancelled = {}, {}, 0, 0
         self.started, self.release = asyncio.Event(), asyncio.Event()
-        self.llm = SimpleNamespace(request=lambda messages, schema, name: messages, request_hash=lambda r: "h")
+        self.llm = SimpleNamespace(request=lambda messages, schema, name, seed=None: messages,
+                                   request_hash=lambda r: "h")
 
     async def _send(self, key, *rest):
         import asyncio

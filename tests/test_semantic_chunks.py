@@ -135,7 +135,7 @@ def test_a_prompt_that_does_not_fit_is_not_sent_and_counts_wrong(home, fake_llm,
         if p["context_overflow"]:
             assert p["answer"] is None and p["correct"] is False and p["error"] is None
             assert not p["parse_failed"] and not p["timeout"]
-    assert "| EP_CRIT | 4 | 0.0 | 0 | 4 | 0 | 0 | 0.0 |" in capsys.readouterr().out
+    assert "| EP_CRIT | 4 | 0.0 | 0.0 | 100.0 | 0.0 | 0 | 0.0 |" in capsys.readouterr().out  # overflow: 100%
     fake_llm.CALLS.clear()
     assert main(argv(out, 4)) == 0 and fake_llm.CALLS == []  # an overflow is an outcome: not asked again
 
@@ -143,9 +143,11 @@ def test_a_prompt_that_does_not_fit_is_not_sent_and_counts_wrong(home, fake_llm,
 def test_a_provider_that_refuses_a_long_prompt_gives_an_overflow_not_an_error(home, fake_llm, monkeypatch):
     monkeypatch.setenv("FAKE_LLM_CONTEXT", "200")  # whitespace tokens; the window is not known to critique
     out = home / "run"
+    # SEM_CRIT needs the summary, which the provider refuses too: its answers have no advice (errors, exit 1)
     assert main(["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "3", "--k", "3",
-                 "--strategies", "zero_shot,EP_CRIT", "--out", str(out), "--quiet"]) == 0
+                 "--strategies", "zero_shot,EP_CRIT,SEM_CRIT", "--out", str(out), "--quiet"]) == 1
     data = rundir.read_run(out)
+    assert all("no semantic memory" in p["error"] for p in data["predictions"] if p["strategy"] == "SEM_CRIT")
     ep = [p for p in data["predictions"] if p["strategy"] == "EP_CRIT"]
     assert len(ep) == 3 and all(p["context_overflow"] and p["error"] is None and not p["correct"] for p in ep)
     refused = [c for c in data["calls"] if c["context_overflow"]]

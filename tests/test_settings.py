@@ -17,7 +17,7 @@ out = "out"
 
 # (RunConfig field, CLI flag, value as the CLI gives it, TOML value, value as Python gives it, the words)
 BAD = [
-    ("parts", "--parts", None, '"bogus"', "bogus", "parts must be one of full, local, global, not 'bogus'"),
+    ("parts", "--parts", "bogus", '"bogus"', "bogus", "parts must be one of full, local, global, not 'bogus'"),
     ("temperature", "--temperature", "nan", "nan", float("nan"), "temperature must be a finite number, not nan"),
     ("temperature", "--temperature", "3", "3.0", 3.0, "temperature must be at most 2.0, not 3.0"),
     ("timeout", "--timeout", "nan", "nan", float("nan"), "timeout must be a finite number, not nan"),
@@ -78,3 +78,11 @@ def test_a_study_file_with_a_byte_order_mark_is_read(home, fake_llm, capsys):
     study = home / "study.toml"
     study.write_bytes(b"\xef\xbb\xbf" + (STUDY + '[[models]]\nname = "fake/model"\n').encode())
     assert main(["study", str(study), "--dry-run"]) == 0, capsys.readouterr().err
+
+
+def test_every_setting_of_runconfig_has_its_kind():
+    from dataclasses import fields
+
+    from critique.base.config import KINDS
+
+    assert set(KINDS) == {f.name for f in fields(RunConfig)}  # a new setting is checked, or this fails

@@ -97,7 +97,7 @@ def test_a_learner_folder_is_not_a_study_point(home, fake_llm, capsys):
         [("Water is wet.", "yes"), ("Fire is cold.", "no"), ("Snow is white.", "yes")])
     assert json.loads((fitted / rundir.MANIFEST).read_text())["learner"] is True
     plain = home / "plain"
-    assert run(plain, "--strategies", "zero_shot") == 0
+    assert run(plain, "--strategies", "zero_shot,EP+SEM_CRIT") == 0  # every train stage: Table 5 has costs
     assert json.loads((plain / rundir.MANIFEST).read_text())["learner"] is False
     capsys.readouterr()
     code, out, err = tables(capsys, home, "--format", "json")

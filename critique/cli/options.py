@@ -11,14 +11,20 @@ from critique.base.config import EFFORTS, ON_MISMATCH, PROMPT_SETS, RETRIEVALS, 
 from critique.base.errors import UserError
 from critique.base.vocab import PARTS, STRATEGIES
 
+def choices(names) -> str:
+    """How a setting's names show in the help; the value itself is checked by RunConfig (critique.base.config.
+    setting_problem), so that a bad one gets the same words as from a study file or the Learner."""
+    return "{" + ",".join(names) + "}"
+
+
 # (flags, RunConfig field or None, argparse keywords); RunConfig's default fills in "default"
 RUN_OPTIONS = (
     ("--dataset", "dataset", {"required": True, "help": "dataset name or folder of split files"}),
     ("--model", "model", {"required": True, "help": "litellm model string, e.g. local/smollm2, openai/gpt-4o-mini"}),
     ("--strategies", "strategies", {"default": ",".join(STRATEGIES), "help": "comma-separated (default: all five)"}),
     ("--k", "k", {"type": int, "help": "retrieved examples for EP strategies (default %(default)s)"}),
-    ("--parts", "parts", {"choices": PARTS, "help": "critique fields shown in EP examples"}),
-    ("--prompts", "prompts", {"choices": PROMPT_SETS, "help": "prompt set, a folder prompts/<set>/ (default "
+    ("--parts", "parts", {"metavar": choices(PARTS), "help": "critique fields shown in EP examples"}),
+    ("--prompts", "prompts", {"metavar": choices(PROMPT_SETS), "help": "prompt set, a folder prompts/<set>/ (default "
                                                    "%(default)s): paper, the study's prompts, or compact, shaped for "
                                                    "prompt-prefix reuse (the embedded demo uses it)"}),
     ("--gate", "gate", {"type": float, "metavar": "T", "help": "inject only retrieved entries whose similarity to "
@@ -26,7 +32,7 @@ RUN_OPTIONS = (
                         "one (zero_shot's; SEM_CRIT's for EP+SEM_CRIT) (default: no gate)"}),
     ("--inject-budget", "inject_budget", {"type": int, "metavar": "N", "help": "at most N tokens of episodic "
                                           "examples per prompt, nearest first (default: no limit)"}),
-    ("--retrieval", "retrieval", {"choices": RETRIEVALS, "help": "nearest: the K nearest entries (default); "
+    ("--retrieval", "retrieval", {"metavar": choices(RETRIEVALS), "help": "nearest: the K nearest entries (default); "
                                   "contrast: pairs of similar examples, one whose initial answer was right and one "
                                   "wrong, each with its critique"}),
     ("--limit", "limit", {"type": int, "help": "first N train and N test items (per user for preference data)"}),
@@ -34,12 +40,14 @@ RUN_OPTIONS = (
     ("--seed", "seed", {"type": int}),
     ("--max-tokens", "max_tokens", {"type": int}),
     ("--temperature", "temperature", {"type": float}),
-    ("--reasoning-effort", "reasoning_effort", {"choices": EFFORTS, "help": "default: medium for a model litellm knows "
-                                                "as a reasoning model, else none sent; none: send none"}),
-    ("--on-mismatch", "on_mismatch", {"choices": ON_MISMATCH, "help": "a critique whose assertion does not name the "
-                                      "label the critic was shown: keep it in memory, flagged (default "
-                                      "%(default)s, as the paper), drop it, or recritique (ask the critic once "
-                                      "more; both are logged)"}),
+    ("--reasoning-effort", "reasoning_effort", {"metavar": choices(EFFORTS),
+                                                "help": "default: medium for a model litellm knows as a reasoning "
+                                                        "model, else none sent; none: send none"}),
+    ("--on-mismatch", "on_mismatch", {"metavar": choices(ON_MISMATCH),
+                                      "help": "a critique whose assertion does not name the label the critic was "
+                                              "shown: keep it in memory, flagged (default %(default)s, as the "
+                                              "paper), drop it, or recritique (ask the critic once more; both are "
+                                              "logged)"}),
     ("--critic", "critic", {"help": "what the critic sees of each train label: gold (default, the study), noisy:R "
                             "(a seeded fraction R of the labels flipped first; noisy:0 is gold) or self (no label: "
                             "the critic judges the answer itself)"}),
@@ -85,7 +93,7 @@ def add_run_options(parser: argparse.ArgumentParser, leave_out: tuple[str, ...] 
 def config_from_args(args, **fixed) -> RunConfig:
     """The RunConfig of parsed options (``fixed``: fields the command sets itself); UserError naming the flag
     when a setting is bad (RunConfig checks every one: critique.base.config.setting_problem)."""
-    from critique.engine.strategies import parse_strategies
+    from critique.engine.methods import parse_strategies
 
     values = {field: getattr(args, field) for field in FLAGS if hasattr(args, field)}
     values.update(fixed)

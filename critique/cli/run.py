@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from critique.base import rundir
 from critique.cli.options import add_run_options, config_from_args
 
 
@@ -17,32 +18,37 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from critique.engine.scores import print_table, report_errors
+    from critique.analysis.run_table import print_table
+    from critique.engine.scores import report_errors
     from critique.runner import default_out, execute_run
 
     config = config_from_args(args)
     out = Path(args.out) if args.out else default_out(config)
     outcome, _ = execute_run(config, out, progress=not args.quiet, setup=say_cost)
-    errors = print_table(out)
+    print_table(out, rundir.read_manifest(out))
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
-    return report_errors([out], errors)
+    return report_errors([out])
 
 
 def say_cost(run) -> None:
     """The run's cost in calls, on stderr before its first call: what is still to do (a resumed run's logged
     work is not redone; the response cache may answer some of it). An upper bound: every critique and summary
-    is counted (the train stage always critiques and summarises; those already logged are not asked again)."""
+    of the train stages the strategies need is counted (those already logged are not asked again)."""
     from critique.base.cost import print_cost
-    from critique.base.vocab import RECRITIQUE
+    from critique.base.vocab import CRITIQUE, RECRITIQUE, SUMMARY, TRAIN
     from critique.engine.pipeline import pkey
+    from critique.engine.methods import needed_stages
 
     train, test = run.dataset.train, run.dataset.test
-    initial = sum(pkey("train_predict", None, item.user, item.id) not in run.predictions for item in train)
+    stages = needed_stages(run.config)
+    initial = sum(pkey("train_predict", None, item.user, item.id) not in run.predictions
+                  for item in train) if TRAIN in stages else 0
+    critiques = len(train) if CRITIQUE in stages else 0
     answers = sum(pkey("test", name, item.user, item.id) not in run.predictions
                   for name in run.config.strategies for item in test)
-    pools = len({item.user for item in train})
-    more = f" + up to {len(train)} recritiques" if run.config.on_mismatch == RECRITIQUE else ""
-    print_cost(initial + len(train) + pools + answers,
-               f"{initial} initial answers + {len(train)} critiques{more} + {pools} summar"
+    pools = len({item.user for item in train}) if SUMMARY in stages else 0
+    more = f" + up to {critiques} recritiques" if run.config.on_mismatch == RECRITIQUE and critiques else ""
+    print_cost(initial + critiques + pools + answers,
+               f"{initial} initial answers + {critiques} critiques{more} + {pools} summar"
                f"{'y' if pools == 1 else 'ies'} + {answers} test answers; more summaries when a pool's critiques "
                "are summarised in chunks", run.out)

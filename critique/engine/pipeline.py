@@ -23,7 +23,9 @@ from critique.engine.memory import critic, selection, semantic
 from critique.base.config import RunConfig
 from critique.engine.memory.episodic import EpisodicMemory, entry_id, pool_of  # noqa: F401  (entry_id: re-exported)
 from critique.engine.run_directory import RunDirectory, now, pkey  # noqa: F401  (pkey: re-exported)
-from critique.engine.strategies import PREFIX_ORDER
+from critique.base.vocab import CRITIQUE, SUMMARY, TRAIN
+from critique.engine.methods import method, needed_stages, prompt_order
+from critique.engine.strategies import TRAIN_STAGES
 
 
 class Run(RunDirectory):
@@ -58,14 +60,15 @@ class Run(RunDirectory):
     # ---- logged calls ---------------------------------------------------------------
     async def call(self, stage: str, strategy: str | None, item_id: str | None, user: str | None,
                    prompt: agents.Prompt, schema: dict, name: str, fresh: bool = False,
-                   extra: dict | None = None) -> LLMResult:
+                   extra: dict | None = None, seed: int | None = None) -> LLMResult:
         """``fresh``: always ask the model (a repeated request of the consistency probe); ``extra``:
-        more fields of the call record (a summary call's level and chunk). A prompt that does not
+        more fields of the call record (a summary call's level and chunk); ``seed``: the request's own seed
+        (default: the run's), so that samples of one prompt are distinct requests. A prompt that does not
         fit the model's context is not sent: its result and record say ``context_overflow``."""
-        key = self.llm.request_hash(self.llm.request(prompt.messages, schema, name))
+        key = self.llm.request_hash(self.llm.request(prompt.messages, schema, name, seed))
         if key in self.logged and not fresh:
             return _logged_result(self.logged[key])
-        sending = self._send(key, stage, strategy, item_id, user, prompt, schema, name, fresh, extra)
+        sending = self._send(key, stage, strategy, item_id, user, prompt, schema, name, fresh, extra, seed)
         if fresh:
             return await sending
         if key in self._pending:  # the same request in flight (a gated-empty prompt is zero_shot's): its answer, as
@@ -83,12 +86,14 @@ class Run(RunDirectory):
                 pending[0].cancel()  # nothing when it is done
 
     async def _send(self, key: str, stage: str, strategy: str | None, item_id: str | None, user: str | None,
-                    prompt: agents.Prompt, schema: dict, name: str, fresh: bool, extra: dict | None) -> LLMResult:
+                    prompt: agents.Prompt, schema: dict, name: str, fresh: bool, extra: dict | None,
+                    seed: int | None) -> LLMResult:
         independent = fresh or stage in self.fresh_stages
         if key in self.reuse and not independent and not self.llm.overflows(prompt.messages):
             result = _logged_result(self.reuse[key], latency_s=0.0, cached=True, retries=0)  # logged as cached
         else:
-            result = await self.llm.complete(prompt.messages, schema, name, cache=stage not in self.fresh_stages)
+            result = await self.llm.complete(prompt.messages, schema, name, cache=stage not in self.fresh_stages,
+                                             seed=seed)
         record = records.make(
             "call", run_id=self.run_id, stage=stage, strategy=strategy, item_id=item_id, user=user,
             model=self.config.model, **{k: v for k, v in asdict(result).items() if k != "text"},
@@ -120,16 +125,20 @@ class Run(RunDirectory):
 
     async def answer(self, stage: str, strategy: str | None, item: Item, prompt: agents.Prompt, *, seed: tuple,
                      retrieved: list[str] = (), extra=None, judge=None, keep_same: bool = False,
-                     fresh: bool = False) -> dict:
-        """The performance agent on one item: call, parse, outcome, prediction record (returned).
+                     fresh: bool = False, schema: dict | None = None, from_reply=None) -> dict:
+        """The performance agent on one item: call, parse, outcome, prediction record (returned): the one
+        step of the stages, probes and experiments that ask for an answer (verify's samples and judge
+        still call and record themselves).
 
         ``seed``: what seeds the random wrong option of a parse failure; ``judge(result, item)``
         makes the outcome (default: parsed against the gold label, wrong unless right);
         ``extra``: more fields of the record, or a function of the outcome that gives them;
+        ``from_reply(result)``: more fields read from the reply (credit's cited examples);
+        ``schema``: the reply's schema when it asks for more than the answer (default: the dataset's);
         ``keep_same``: a prediction already logged for this very request is returned as it is;
         ``fresh``: always ask the model (see ``call``)."""
-        result = await self.call(stage, strategy, item.id, item.user, prompt, self.dataset.card.response_schema,
-                                 "answer", fresh=fresh)
+        result = await self.call(stage, strategy, item.id, item.user, prompt,
+                                 schema or self.dataset.card.response_schema, "answer", fresh=fresh)
         if keep_same:
             old = self.predictions.get(pkey(stage, strategy, item.user, item.id))
             if old is not None and old["request_hash"] == result.request_hash:
@@ -140,6 +149,8 @@ class Run(RunDirectory):
                        "parse_failed": False, "timeout": False, "error": None}
         outcome = {**outcome, "context_overflow": result.context_overflow}
         fields = extra(outcome) if callable(extra) else extra
+        if from_reply is not None:
+            fields = {**(fields or {}), **from_reply(result)}
         return self.record_prediction(stage, strategy, item, result, outcome, list(retrieved), fields)
 
     async def each(self, items: list, work, desc: str) -> None:
@@ -161,10 +172,15 @@ class Run(RunDirectory):
                 raise
 
     # ---- train stage ----------------------------------------------------------------
-    async def train_stage(self) -> None:
-        await self.initial_predictions()
-        await self.critiques()
-        await self.summaries()
+    async def train_stage(self, stages: tuple[str, ...] = TRAIN_STAGES) -> None:
+        """The train stage's ``stages`` (critique.engine.strategies.TRAIN_STAGES; a plain run makes those its
+        strategies need: needed_stages)."""
+        if TRAIN in stages:
+            await self.initial_predictions()
+        if CRITIQUE in stages:
+            await self.critiques()
+        if SUMMARY in stages:
+            await self.summaries()
 
     async def initial_predictions(self) -> None:
         todo = [i for i in self.dataset.train if pkey("train_predict", None, i.user, i.id) not in self.predictions]
@@ -246,7 +262,7 @@ class Run(RunDirectory):
                            self.encoder.encode([i.question for i in self.dataset.test])))
         # Question by question, in PREFIX_ORDER: a local model reuses the shared prompt prefix
         # (EP_CRIT and EP+SEM_CRIT share all their examples) instead of reading it again.
-        order = [n for n in PREFIX_ORDER if n in self.config.strategies]
+        order = prompt_order(self.config.strategies)
         todo = [(name, i) for i in self.dataset.test for name in order
                 if pkey("test", name, i.user, i.id) not in self.predictions]
         await self.each(todo, lambda pair: self._test_one(pair[0], pair[1], vectors[entry_id(pair[1])]),
@@ -259,7 +275,7 @@ class Run(RunDirectory):
         return performance.performance_prompt(self, name, item, vector, exclude)
 
     async def _test_one(self, name: str, item: Item, vector) -> None:
-        found = self.performance_prompt(name, item, vector, item.id)
+        found = method(name).prompt(self, item, vector, item.id)
         if found is None:
             outcome = {"answer": parsing.wrong_answer(item.answer, self.space, item.user, item.id, name),
                        "gold": item.answer, "correct": False, "parse_failed": False, "timeout": False,
@@ -271,7 +287,8 @@ class Run(RunDirectory):
                           extra=selection.logged(examples))
 
     async def execute(self) -> None:
-        await self.train_stage()
+        """The train stages the run's strategies need, then the test stage."""
+        await self.train_stage(needed_stages(self.config))
         await self.test_stage()
 
 

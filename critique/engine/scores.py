@@ -1,5 +1,5 @@
-"""Per-strategy accuracy of one run directory: the table `critique run` prints, and the rows
-that the ablation and probe summaries are made of."""
+"""Per-strategy rows of one run directory that the ablation summaries are made of, and the errors a command
+reports when it ends. The table `critique run` prints is Table 1's cells of its run (analysis.run_table)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def errored(predictions: list[dict]) -> dict[str, int]:
 def report_errors(run_dirs: list[Path], found: dict[str, int] | None = None) -> int:
     """Say on stderr how many predictions of these run directories ended in an error (they count
     wrong: not answers of the model); the exit status a command then has: 1 if any, else 0.
-    ``found``: the errored predictions per stage when the caller has counted them (`print_table`)."""
+    ``found``: the errored predictions per stage when the caller has counted them."""
     import sys
 
     if found is None:
@@ -52,19 +52,3 @@ def report_errors(run_dirs: list[Path], found: dict[str, int] | None = None) -> 
           f"model: they count wrong; see the error field in {where}. Run the same command again to retry them",
           file=sys.stderr)
     return 1
-
-
-def print_table(run_dir: Path) -> dict[str, int]:
-    """Print the run's accuracy table; return its errored predictions per stage (see `errored`)."""
-    run = rundir.read_run(run_dir)
-    m = run["manifest"]
-    latest = rundir.latest(run["predictions"])
-    rows = strategy_rows(latest, m["config"]["strategies"])
-    print(f"\n{m['dataset']['name']} x {m['config']['model']}  (test items: {m['dataset']['n_test']})\n")
-    print("| strategy | n | accuracy % | timeouts | context overflows | parse failures | errors | tokens/question |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['strategy']} | {r['n']} | {r['accuracy']:.1f} | {r['timeouts']} | {r['overflows']} "
-              f"| {r['parse_failures']} | {r['errors']} | {r['tokens_per_question']:.1f} |")
-    print()
-    return errored(latest)

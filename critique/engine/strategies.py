@@ -1,19 +1,36 @@
-"""The five test-stage strategies: which template (of the run's prompt set, prompts/<set>/), and
-which memory goes into the prompt."""
+"""The five test-stage strategies of the study: which template (of the run's prompt set, prompts/<set>/), which
+memory goes into the prompt, and which train stages that memory needs. They are memory methods over the
+critique memory (critique.engine.methods, where other methods are registered beside them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from critique.base.vocab import EP_CRIT, EP_LABEL, EP_SEM_CRIT, PARTS, SEM_CRIT, ZERO_SHOT
+from critique.base.vocab import (CRITIQUE, EP_CRIT, EP_LABEL, EP_SEM_CRIT, PARTS, SEM_CRIT, SUMMARY, TRAIN,
+                                 ZERO_SHOT, register_strategy)
+
+TRAIN_STAGES = (TRAIN, CRITIQUE, SUMMARY)
 
 
 @dataclass(frozen=True)
 class Strategy:
+    """One of the five strategies: which template (of the run's prompt set, prompts/<set>/), and which memory
+    goes into the prompt."""
+
     name: str
     template: str
     episodic: bool  # K retrieved train examples in the prompt
     semantic: bool  # the distilled advice in the prompt
+
+    def needs(self, config) -> frozenset[str]:
+        if self.semantic:
+            return frozenset(TRAIN_STAGES)
+        if self.name == EP_CRIT:
+            return frozenset({TRAIN, CRITIQUE})
+        if self.name == EP_LABEL:  # with a self critic, the label it shows is the critic's believed answer
+            return frozenset({TRAIN} if config.critic == "gold" or config.critic.startswith("noisy") else
+                             {TRAIN, CRITIQUE})
+        return frozenset()
 
 
 STRATEGIES = {
@@ -31,13 +48,4 @@ DEFAULT = tuple(STRATEGIES)
 # (in both sets EP+SEM_CRIT shares all its examples with EP_CRIT; the paper set's SEM_CRIT shares the
 # question with zero_shot, and its EP_LABEL prompt differs from EP_CRIT's from the first sentence on).
 PREFIX_ORDER = (ZERO_SHOT, SEM_CRIT, EP_LABEL, EP_CRIT, EP_SEM_CRIT)
-__all__ = ["DEFAULT", "PARTS", "PREFIX_ORDER", "STRATEGIES", "Strategy", "parse_strategies"]
-
-
-def parse_strategies(text: str) -> list[str]:
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    unknown = [n for n in names if n not in STRATEGIES]
-    if unknown or not names:
-        raise ValueError(f"unknown strategy {', '.join(unknown) or '(none given)'}; "
-                         f"choose from {', '.join(STRATEGIES)}")
-    return names
+__all__ = ["DEFAULT", "PARTS", "PREFIX_ORDER", "STRATEGIES", "TRAIN_STAGES", "Strategy"]

@@ -161,7 +161,7 @@ def read_source(source: Path) -> dict:
     source = Path(source)
     if not rundir.is_run_dir(source):
         raise FileNotFoundError(f"{source}: not a run directory (no {rundir.MANIFEST})")
-    manifest = json.loads((source / rundir.MANIFEST).read_text(encoding="utf-8"))
+    manifest = rundir.read_manifest(source)
     episodic = source / rundir.MEMORY / "episodic.jsonl"
     if not episodic.exists():
         from critique.base.errors import UserError
@@ -281,26 +281,23 @@ def costs(run, todo: list[Request]) -> int:
 
 # ---- answering ---------------------------------------------------------------------------------
 async def answer(run, r: Request, cite: bool, counter: dict) -> dict:
-    """One request: call (logged), parse, prediction record (like Run.answer, with the citation)."""
-    from critique.engine import agents, parsing
+    """One request, through the run's one step (Run.answer), with the examples its reply cites."""
+    from critique.engine import parsing
 
     item = r.case.item
     if r.fresh or (r.hash not in run.logged and r.hash not in run.reuse):
         counter["requested"] += 1
-    result = await run.call(stage(r), r.strategy, item.id, item.user, r.prompt, r.schema, "answer", fresh=r.fresh)
-    outcome = agents.answer_record(result, item, run.space, stage(r), r.strategy)
-    if result.context_overflow:
-        outcome = {**outcome, "answer": None, "correct": False, "parse_failed": False, "timeout": False,
-                   "error": None}
-    cited = None
-    if cite and result.error is None and not result.context_overflow:
+
+    def cited(result) -> dict:
+        if not cite or result.error is not None or result.context_overflow:
+            return {"cited": None}
         numbers = parsing.parse_cited(result.text, len(r.examples))
-        cited = None if numbers is None else [r.examples[n - 1]["id"] for n in numbers]
-    return run.record_prediction(stage(r), r.strategy, item, result, {**outcome,
-                                                                    "context_overflow": result.context_overflow},
-                                 [e["id"] for e in r.examples],
-                                 {"removed": r.removed, "cited": cited, "nearest_other": r.nearest_other,
-                                  "nearest_other_id": r.nearest_other_id})
+        return {"cited": None if numbers is None else [r.examples[n - 1]["id"] for n in numbers]}
+
+    return await run.answer(stage(r), r.strategy, item, r.prompt, seed=(stage(r), r.strategy), schema=r.schema,
+                            retrieved=[e["id"] for e in r.examples], fresh=r.fresh, from_reply=cited,
+                            extra={"removed": r.removed, "nearest_other": r.nearest_other,
+                                   "nearest_other_id": r.nearest_other_id})
 
 
 def work_for(plan: dict):

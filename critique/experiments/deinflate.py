@@ -140,7 +140,7 @@ def cost(run, source_hashes: set[str]) -> tuple[int, int]:
     from critique.engine.pipeline import pkey
 
     test = run.dataset.test
-    todo = [(s, i) for i in test for s in STRATEGIES if pkey("test", s, i.user, i.id) not in run.predictions]
+    todo = [(s, i) for i in test for s in run.config.strategies if pkey("test", s, i.user, i.id) not in run.predictions]
     if not todo:
         return 0, 0
     vectors = dict(zip((entry_id(i.user, i.id) for i in test), run.encoder.encode([i.question for i in test])))
@@ -164,5 +164,8 @@ def arm_work(source: Path, demoted: list[str]):
     return work
 
 
-def arm_config(config):
-    return replace(config, strategies=list(STRATEGIES))
+def arm_config(config, source: Path):
+    """An arm's config: the source run's, answering EP_CRIT, and EP+SEM_CRIT when the source has the semantic
+    memory it needs (a source whose strategies needed no summary has none)."""
+    has_advice = (Path(source) / rundir.MEMORY / "semantic.json").exists()
+    return replace(config, strategies=[s for s in STRATEGIES if s == EP_CRIT or has_advice])

@@ -3,7 +3,6 @@ and data are not sent again (see critique.experiments.ablations)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from critique.base import rundir
@@ -36,7 +35,7 @@ def matching_calls(places: list[Path], model: str, checksum: str, exclude: Path 
         if exclude is not None and path.resolve() == Path(exclude).resolve():
             continue
         try:
-            manifest = json.loads((path / rundir.MANIFEST).read_text(encoding="utf-8"))
+            manifest = rundir.read_manifest(path)
             if manifest["config"]["model"] != model or manifest["dataset"]["checksum"] != checksum:
                 continue
         except (OSError, ValueError, KeyError, TypeError):

@@ -31,7 +31,6 @@ verdict (the error-independence condition's worst case)."""
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import re
 from collections import Counter
@@ -187,25 +186,6 @@ def summary(predictions: list[dict]) -> dict:
 
 
 # ---- sample:N --------------------------------------------------------------------------------------------
-_SAMPLE_SEED = contextvars.ContextVar("sample_seed", default=None)
-
-
-def seed_per_sample(llm) -> None:
-    """Let a sample's request carry its own seed (``_SAMPLE_SEED`` of the task that sends it) in place of the
-    run's: N samples of one prompt are N distinct requests, each seeded, each logged once."""
-    if getattr(llm, "seeds_per_sample", False):
-        return
-    plain = llm.request
-
-    def request(messages, schema, schema_name):
-        found = plain(messages, schema, schema_name)
-        seed = _SAMPLE_SEED.get()
-        return found if seed is None else {**found, "seed": seed}
-
-    llm.request = request
-    llm.seeds_per_sample = True
-
-
 def sample_name(i: int) -> str:
     return f"sample-{i}"
 
@@ -220,14 +200,12 @@ def sample_work(entries: dict[str, dict], verifier: str):
 
     async def work(run) -> None:
         run.fresh_stages = frozenset({PROBE})  # never the response cache nor a matching run
-        seed_per_sample(run.llm)
         todo = [(item, entries[entry_id(item)]) for item in run.dataset.train
                 if entry_id(item) in entries and pkey(PROBE, verifier, item.user, item.id) not in run.predictions]
 
-        async def sample(item, prompt, i: int):
-            _SAMPLE_SEED.set(run.config.seed + i)  # this task's context only
+        async def sample(item, prompt, i: int):  # each sample its own seed: N distinct requests, each logged once
             return await run.call(PROBE, sample_name(i), item.id, item.user, prompt,
-                                  run.dataset.card.response_schema, "answer")
+                                  run.dataset.card.response_schema, "answer", seed=run.config.seed + i)
 
         async def one(job) -> None:
             item, entry = job

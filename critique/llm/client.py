@@ -174,13 +174,14 @@ class LLM:
             self._processes = CallProcesses(config.processes, {"model": config.model, "api_base": config.api_base,
                                                                "timeout": config.timeout})
 
-    def request(self, messages: list[dict], schema: dict, schema_name: str) -> dict:
-        """Everything that determines the response."""
+    def request(self, messages: list[dict], schema: dict, schema_name: str, seed: int | None = None) -> dict:
+        """Everything that determines the response; ``seed``: this request's own (default: the run's), for
+        independent samples of one prompt."""
         c = self.config
         if self.local is None:  # only the embedded model is held to the schema's length bounds (bounds.py)
             schema = bounds.strip(schema)
         request = {"model": c.model, "messages": messages, "temperature": c.temperature, "max_tokens": c.max_tokens,
-                   "reasoning_effort": c.reasoning_effort, "seed": c.seed,
+                   "reasoning_effort": c.reasoning_effort, "seed": c.seed if seed is None else seed,
                    "response_format": response_format(schema, schema_name)}
         if self.local is not None:
             request["local"] = self.local  # the embedded model's own settings decide the reply too
@@ -237,15 +238,18 @@ class LLM:
         window = self.context_window
         return window is not None and not self.fits(messages, context.prompt_limit(window, self.config.max_tokens))
 
-    async def complete(self, messages: list[dict], schema: dict, schema_name: str, cache: bool = True) -> LLMResult:
-        """One call; ``cache=False``: the response cache is neither read nor written (an independent trial)."""
-        result = await self._complete(messages, schema, schema_name, cache)
+    async def complete(self, messages: list[dict], schema: dict, schema_name: str, cache: bool = True,
+                       seed: int | None = None) -> LLMResult:
+        """One call; ``cache=False``: the response cache is neither read nor written (an independent trial);
+        ``seed``: the request's own seed (``request``)."""
+        result = await self._complete(messages, schema, schema_name, cache, seed)
         if self.local is not None and result.text is not None:  # which strings the grammar cut at their bound
             result.cut_fields = bounds.cut_fields(bounds.bounded(schema, self.local["max_string_chars"]), result.text)
         return result
 
-    async def _complete(self, messages: list[dict], schema: dict, schema_name: str, cache: bool = True) -> LLMResult:
-        request = self.request(messages, schema, schema_name)
+    async def _complete(self, messages: list[dict], schema: dict, schema_name: str, cache: bool = True,
+                        seed: int | None = None) -> LLMResult:
+        request = self.request(messages, schema, schema_name, seed)
         store = self._cache if cache else None
         key = self.request_hash(request)
         if self.overflows(messages):  # never sent, never truncated (nor taken from the cache): the caller records it

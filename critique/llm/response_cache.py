@@ -1,8 +1,9 @@
 """The shared response cache (diskcache, SQLite in WAL mode), as the LLM client uses it: a call's reply
 by its request hash. It only saves calls, so no trouble with it stops a run:
 
-- busy (another process holds the lock past the wait, critique.base.paths.CACHE_WAIT_S), unwritable (a read-only cache) or failing for a
-  moment: the call goes on without the cache, said once in a warning line, and the cache is left as it is;
+- busy (another process holds the lock past the wait, critique.base.paths.CACHE_WAIT_S), unwritable (a
+  read-only cache) or failing for a moment: the call goes on without the cache, said once in a warning line,
+  and the cache is left as it is;
 - corrupt (the file fails SQLite's integrity check, or is no database): it is set aside
   (``<folder>.corrupt-<time>``) and rebuilt empty, said in one line.
 

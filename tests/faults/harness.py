@@ -117,7 +117,8 @@ def content(run: Path) -> dict:
     calls = rundir.read_jsonl(run / rundir.CALLS)
     predictions = rundir.read_jsonl(run / rundir.PREDICTIONS)
     manifest = json.loads((run / rundir.MANIFEST).read_text())
-    semantic = json.loads((run / rundir.MEMORY / "semantic.json").read_text())
+    semantic_path = run / rundir.MEMORY / "semantic.json"  # none when no strategy of the run needs a summary
+    semantic = json.loads(semantic_path.read_text()) if semantic_path.exists() else {}
     return {
         "calls": canonical(calls, VOLATILE_CALL),
         "predictions": canonical(latest(predictions), VOLATILE_PREDICTION),

@@ -21,7 +21,7 @@ distributed = pytest.importorskip("distributed")
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("openai/m1", "openai/m2", "openai/m3")
-PER_CELL = 3 + 3 + 1 + 3 * 2  # limit 3: initial answers, critiques, summary, two strategies
+PER_CELL = 3 + 3 + 3 * 2  # limit 3: initial answers, critiques, two strategies (neither needs the summary)
 HANG_S = 300  # how long a wait that should end in seconds is given before it counts as a hang
 
 

@@ -154,7 +154,8 @@ def _string_list(path: Path, where: str, value) -> list[str]:
 
 def load(path: str | Path) -> Study:
     """Parse and check the study file (no call, nothing written)."""
-    from critique.engine.strategies import DEFAULT, parse_strategies
+    from critique.engine.methods import parse_strategies
+    from critique.engine.strategies import DEFAULT
 
     path = Path(path)
     try:

@@ -1,0 +1,41 @@
+"""The table `critique run` prints when it ends: Table 1's cells of its one run directory, read and computed
+as `critique tables` reads and computes them (analysis.load, analysis.cells: rates per user, then the mean
+over users on preference data; tokens per answered question), so the two never disagree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from critique.analysis import cells
+from critique.analysis.load import load
+from critique.analysis.tabular import strategy_order
+
+COLUMNS = ("strategy", "n", "accuracy", "timeout_rate", "overflow_rate", "parse_fail_rate", "errors",
+           "tokens_per_question")
+
+
+def rows(run_dir: Path) -> list[dict]:
+    """One row per strategy of the run's test stage (COLUMNS), in the study's order."""
+    found = cells.from_logs(load([str(run_dir)], workers=1))
+    tokens = {r["strategy"]: r["tokens_per_question"] for r in found.tokens}
+    by_strategy = {r["strategy"]: r for r in found.accuracy}
+    return [{**{c: by_strategy[s].get(c) for c in COLUMNS}, "tokens_per_question": tokens.get(s)}
+            for s in strategy_order(by_strategy)]
+
+
+def _shown(value, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def print_table(run_dir: Path, manifest: dict) -> None:
+    """Print the run's table (its dataset, model and test items first)."""
+    print(f"\n{manifest['dataset']['name']} x {manifest['config']['model']}  (test items: "
+          f"{manifest['dataset']['n_test']}; rates per user, then their mean, on preference data)\n")
+    print("| strategy | n | accuracy % | timeouts % | context overflows % | parse failures % | errors | "
+          "tokens/question |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows(run_dir):
+        print(f"| {r['strategy']} | {r['n']} | {_shown(r['accuracy'])} | {_shown(r['timeout_rate'])} "
+              f"| {_shown(r['overflow_rate'])} | {_shown(r['parse_fail_rate'])} | {r['errors']} "
+              f"| {_shown(r['tokens_per_question'])} |")
+    print()

@@ -1,0 +1,95 @@
+"""Memory methods: what a test-stage strategy needs from the train stage, and the prompt it shows for one
+question. The five strategies of the study (critique.engine.strategies) are methods over the critique memory;
+a new method is one module that registers itself (``register``), or that an installed package names in the
+entry-point group ``critique.methods``, and nothing else changes: ``--strategies`` takes its name, a run makes
+the train stages it declares, logs its answers like any strategy's, and ``critique tables`` shows them
+(tests/toy_method.py is one).
+
+A method has
+- ``name``: the strategy name the run and the tables use;
+- ``needs(config)``: the train stages it reads, a subset of ``TRAIN_STAGES`` (initial answers, critiques, the
+  summary); a run makes the stages its strategies need and no other (``needed_stages``);
+- ``prompt(run, item, vector, exclude)``: ``(agents.Prompt, Retrieved)`` for one test item (``vector``: its
+  question's embedding; ``exclude``: an item id never shown), or None when the memory it needs is missing
+  (the prediction is then an error that a rerun retries). ``Retrieved`` lists the memory entries shown, each
+  a dict with an ``id``, and their similarity to the question.
+"""
+
+from __future__ import annotations
+
+from critique.base.vocab import register_strategy
+from critique.engine import performance
+from critique.engine.strategies import PREFIX_ORDER, STRATEGIES, TRAIN_STAGES
+
+ENTRY_POINTS = "critique.methods"  # an installed package's methods: each entry point is a module to import
+
+
+class CritiqueMemory:
+    """One of the five strategies as a method: its prompt over the run's critique memory."""
+
+    def __init__(self, strategy):
+        self.name, self.strategy = strategy.name, strategy
+
+    def needs(self, config) -> frozenset[str]:
+        return self.strategy.needs(config)
+
+    def prompt(self, run, item, vector, exclude: str | None = None):
+        return performance.performance_prompt(run, self.name, item, vector, exclude)
+
+
+METHODS: dict[str, object] = {name: CritiqueMemory(s) for name, s in STRATEGIES.items()}  # then the registered
+_loaded = False
+
+
+def register(method) -> object:
+    """Make ``method`` (an object with ``name``, ``needs`` and ``prompt``) a strategy; returns it."""
+    for attribute in ("name", "needs", "prompt"):
+        if not hasattr(method, attribute):
+            raise TypeError(f"a memory method needs {attribute!r} (critique.engine.methods)")
+    if method.name in STRATEGIES:
+        raise ValueError(f"{method.name!r} is one of the study's strategies; give the method another name")
+    METHODS[method.name] = method
+    register_strategy(method.name)
+    return method
+
+
+def load_installed() -> None:
+    """Import the modules that installed packages name in the entry-point group ``critique.methods`` (once)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINTS):
+        entry.load()
+
+
+def method(name: str):
+    """The registered method of strategy ``name``."""
+    load_installed()
+    return METHODS[name]
+
+
+def needed_stages(config) -> tuple[str, ...]:
+    """The train stages the run's strategies need, in the order they are made; a stage brings the ones before
+    it (a critique is of an initial answer, a summary of critiques)."""
+    needs = set().union(*(method(name).needs(config) for name in config.strategies)) if config.strategies else set()
+    last = max((TRAIN_STAGES.index(stage) for stage in needs), default=-1)
+    return TRAIN_STAGES[:last + 1]
+
+
+def prompt_order(strategies: list[str]) -> list[str]:
+    """The order in which one question's prompts are sent: PREFIX_ORDER, then the other methods as listed."""
+    return [n for n in PREFIX_ORDER if n in strategies] + [n for n in strategies if n not in PREFIX_ORDER]
+
+
+def parse_strategies(text: str) -> list[str]:
+    """The strategies of a comma-separated list (ValueError naming an unknown one)."""
+    load_installed()
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [n for n in names if n not in METHODS]
+    if unknown or not names:
+        raise ValueError(f"unknown strategy {', '.join(unknown) or '(none given)'}; "
+                         f"choose from {', '.join(METHODS)}")
+    return names

@@ -279,12 +279,19 @@ class Run(RunDirectory):
         if found is None:
             outcome = {"answer": parsing.wrong_answer(item.answer, self.space, item.user, item.id, name),
                        "gold": item.answer, "correct": False, "parse_failed": False, "timeout": False,
-                       "error": "no semantic memory for this pool (the summary call failed); rerun to retry"}
+                       "error": self._no_memory(item)}
             self.record_prediction("test", name, item, None, outcome, [])
             return
         prompt, examples = found
         await self.answer("test", name, item, prompt, seed=(name,), retrieved=[e["id"] for e in examples],
                           extra=selection.logged(examples))
+
+    def _no_memory(self, item: Item) -> str:
+        """Why a strategy that needs the pool's advice has none: the summary's own error (a failed call, which a
+        rerun retries; or a reply without advice, which it does not: the reply is the model's)."""
+        why = (self.semantic.get(pool_of(item.user)) or {}).get("error") or "no summary of this pool"
+        retry = "" if "no advice in the reply" in why else "; rerun to retry"
+        return f"no semantic memory for this pool ({why}; {rundir.MEMORY}/semantic.json){retry}"
 
     async def execute(self) -> None:
         """The train stages the run's strategies need, then the test stage."""

@@ -5,7 +5,6 @@ was not redone since, which decides the status the run is closed with."""
 from __future__ import annotations
 
 import errno
-import json
 import time
 import uuid
 from dataclasses import asdict
@@ -66,7 +65,7 @@ class RunDirectory:
 
     def _read_logged(self) -> None:
         manifest_path = self.out / rundir.MANIFEST
-        old = json.loads(manifest_path.read_text()) if manifest_path.exists() else None
+        old = rundir.read_manifest(self.out) if manifest_path.exists() else None
         if old is not None:
             self._check_same_run(old)
         for name in (rundir.CALLS, rundir.PREDICTIONS):

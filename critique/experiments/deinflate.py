@@ -28,7 +28,6 @@ The table: critique.analysis.deinflate.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -64,7 +63,7 @@ def flagged_ids(verify_run: Path, source_run_id: str) -> tuple[list[str], int, i
     if not manifest_path.is_file():
         raise UserError(f"{verify_run}: no verify run there; run `critique verify` on the run first (or give "
                         "--verify-run)")
-    probe = json.loads(manifest_path.read_text(encoding="utf-8")).get("probe") or {}
+    probe = rundir.read_manifest(verify_run).get("probe") or {}
     if probe.get("name") != "verify":
         raise UserError(f"{verify_run}: not a verify run (its manifest's probe is {probe.get('name')!r})")
     if probe.get("source_run_id") != source_run_id:

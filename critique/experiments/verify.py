@@ -31,7 +31,6 @@ verdict (the error-independence condition's worst case)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections import Counter
 from dataclasses import replace
@@ -124,7 +123,7 @@ def source_config(source: Path) -> tuple[RunConfig, dict]:
     path = source / rundir.MANIFEST
     if not path.is_file():
         raise UserError(f"{source}: not a run directory (no {rundir.MANIFEST})")
-    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest = rundir.read_manifest(source)
     if manifest.get("probe"):
         raise UserError(f"{source}: a probe run ({manifest['probe'].get('name')}); verify a run with memory")
     if not (source / rundir.MEMORY / "episodic.jsonl").is_file():

@@ -5,7 +5,6 @@ cell)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 
 from critique.base import rundir
@@ -80,7 +79,7 @@ def task_state(task: Task) -> str:
     if not path.exists():
         return "new"
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = rundir.read_manifest(task.out)
     except (OSError, ValueError):
         return "partial"
     config = manifest.get("config", {})

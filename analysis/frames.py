@@ -126,7 +126,7 @@ class Logs:
             for records in _record_chunks(Path(meta["path"]) / rundir.CALLS, CHUNK_ROWS, [], self.errors):
                 for record in records:
                     seen.update(dict.fromkeys(record))
-        found = [c for c in EXPERIMENT_COLUMNS] + [c for c in seen if c not in EXPERIMENT_COLUMNS]
+        found = list(EXPERIMENT_COLUMNS) + [c for c in seen if c not in EXPERIMENT_COLUMNS]
         return [c for c in found if c != "messages"] + (["prompt"] if "messages" in seen else [])
 
     def call_chunks(self):

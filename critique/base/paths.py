@@ -82,7 +82,7 @@ def cache_trouble(error: BaseException, database: str | Path | None = None) -> s
 
     text = str(error).lower()
     if isinstance(error, sqlite3.OperationalError):
-        if "locked" in text or "busy" in text:
+        if _locked(error):
             return "busy"
         if "readonly" in text or "read-only" in text or "unable to open" in text or "permission" in text:
             return "unwritable"
@@ -92,10 +92,16 @@ def cache_trouble(error: BaseException, database: str | Path | None = None) -> s
         with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1) as db:
             verdict = db.execute("PRAGMA quick_check").fetchone()
     except sqlite3.OperationalError as exc:  # locked while checking: busy, not corrupt
-        return "busy" if "locked" in str(exc).lower() or "busy" in str(exc).lower() else "corrupt"
+        return "busy" if _locked(exc) else "corrupt"
     except sqlite3.DatabaseError:
         return "corrupt"
     return "corrupt" if not verdict or verdict[0] != "ok" else "transient"
+
+
+def _locked(error: BaseException) -> bool:
+    """SQLite's word that another connection holds the lock."""
+    text = str(error).lower()
+    return "locked" in text or "busy" in text
 
 
 def say_cache_skipped(what: str, path: str | Path, trouble: str, error: BaseException) -> None:

@@ -38,14 +38,11 @@ class RunDirectory:
         """Take the run directory: its lock, then what it already holds (RunError when it cannot be had)."""
         try:
             self._take()
-        except PermissionError as exc:  # a read-only run directory (or its parent): one line, not a traceback
+        except OSError as exc:  # a read-only run directory, its parent, or its file system: one line, no traceback
+            if not isinstance(exc, PermissionError) and exc.errno != errno.EROFS:
+                raise
             raise RunError(f"{self.out} cannot be written ({exc.strerror}: {exc.filename}); a run writes its "
                            "directory even to resume it: use an --out this user may write") from None
-        except OSError as exc:
-            if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
-                raise
-            raise RunError(f"{self.out} cannot be written ({exc.strerror}); a run writes its directory even to "
-                           "resume it: use an --out on a writable file system") from None
 
     def _take(self) -> None:
         from filelock import FileLock, Timeout
@@ -65,7 +62,7 @@ class RunDirectory:
 
     def _read_logged(self) -> None:
         manifest_path = self.out / rundir.MANIFEST
-        old = rundir.read_manifest(self.out) if manifest_path.exists() else None
+        old = rundir.read_manifest(self.out) if rundir.is_run_dir(self.out) else None
         if old is not None:
             self._check_same_run(old)
         for name in (rundir.CALLS, rundir.PREDICTIONS):

@@ -28,8 +28,7 @@ class Strategy:
         if self.name == EP_CRIT:
             return frozenset({TRAIN, CRITIQUE})
         if self.name == EP_LABEL:  # with a self critic, the label it shows is the critic's believed answer
-            return frozenset({TRAIN} if config.critic == "gold" or config.critic.startswith("noisy") else
-                             {TRAIN, CRITIQUE})
+            return frozenset({TRAIN, CRITIQUE} if config.critic == "self" else {TRAIN})
         return frozenset()
 
 

@@ -211,12 +211,6 @@ class LLM:
     def _open_cache(self) -> ResponseCache:
         return ResponseCache(cache_dir(self.config.cache_dir) / "responses", int(self.config.cache_size_gb * 2**30))
 
-    def _cached(self, key: str):
-        return self._cache.get(key)
-
-    def _keep(self, key: str, value: dict) -> None:
-        self._cache.set(key, value)
-
     @staticmethod
     def request_hash(request: dict) -> str:
         return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
@@ -255,7 +249,7 @@ class LLM:
         if self.overflows(messages):  # never sent, never truncated (nor taken from the cache): the caller records it
             return LLMResult(None, prompt_tokens=self.count_tokens(messages), context_overflow=True, request_hash=key)
         if store is not None:
-            hit = self._cached(key)
+            hit = self._cache.get(key)
             if hit is not None:
                 return LLMResult(**{**hit, "cached": True, "latency_s": 0.0, "retries": 0, "request_hash": key})
         self._check_stop()
@@ -269,9 +263,9 @@ class LLM:
                     result = await self._call(request)
         result.request_hash = key
         if store is not None and result.error is None and not result.context_overflow:
-            self._keep(key, redact_value({k: v for k, v in asdict(result).items()
-                                          if k not in ("cached", "latency_s", "retries", "request_hash",
-                                                       "context_overflow", "cut_fields")}))
+            self._cache.set(key, redact_value({k: v for k, v in asdict(result).items()
+                                               if k not in ("cached", "latency_s", "retries", "request_hash",
+                                                            "context_overflow", "cut_fields")}))
         return result
 
     async def _call(self, request: dict) -> LLMResult:

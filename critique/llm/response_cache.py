@@ -21,43 +21,48 @@ from critique.base.paths import cache_trouble, say_cache_skipped, set_aside
 
 WHAT = "response cache"
 
+
 class ResponseCache:
     def __init__(self, folder: Path, size_limit: int):
         self.folder = Path(folder)
         self.size_limit = size_limit
         self._warned = False
-        self._cache = self._open()
         self.evictions = 0
+        self._cache = None
+        self._cache = self._open()
 
-    def _open(self):
+    def _new(self):
         import diskcache
 
+        return diskcache.Cache(str(self.folder), size_limit=self.size_limit, timeout=paths.CACHE_WAIT_S)
+
+    def _open(self):
         try:
-            cache = diskcache.Cache(str(self.folder), size_limit=self.size_limit, timeout=paths.CACHE_WAIT_S)
+            cache = self._new()
             cache.get("")  # reads the database: a truncated or garbled file fails here, not after paid calls
             return cache
         except sqlite3.DatabaseError as exc:
-            if cache_trouble(exc, self.folder / "cache.db") != "corrupt":
-                self._skip(exc)
-                return None
-            set_aside(self.folder, exc, WHAT)
-            return diskcache.Cache(str(self.folder), size_limit=self.size_limit, timeout=paths.CACHE_WAIT_S)
+            return self._new() if self._mended(exc) else None
 
-    def _skip(self, error: BaseException) -> None:
-        if not self._warned:
-            self._warned = True
-            say_cache_skipped(WHAT, self.folder, cache_trouble(error, self.folder / "cache.db"), error)
+    def _mended(self, error: sqlite3.DatabaseError) -> bool:
+        """Handle a failed open, read or write: a corrupt cache is set aside (True: rebuild it empty); any other
+        trouble is said once and the cache left as it is (False)."""
+        trouble = cache_trouble(error, self.folder / "cache.db")
+        if trouble != "corrupt":
+            if not self._warned:
+                self._warned = True
+                say_cache_skipped(WHAT, self.folder, trouble, error)
+            return False
+        if self._cache is not None:
+            self._cache.close()
+        set_aside(self.folder, error, WHAT)
+        return True
 
     def _trouble(self, error: sqlite3.DatabaseError) -> bool:
-        """Handle a failed read or write: True when the cache was corrupt and is now rebuilt empty."""
-        if cache_trouble(error, self.folder / "cache.db") != "corrupt":
-            self._skip(error)
+        """A failed read or write: True when the cache was corrupt and is now rebuilt empty."""
+        if not self._mended(error):
             return False
-        import diskcache
-
-        self._cache.close()
-        set_aside(self.folder, error, WHAT)
-        self._cache = diskcache.Cache(str(self.folder), size_limit=self.size_limit, timeout=paths.CACHE_WAIT_S)
+        self._cache = self._new()
         return True
 
     def get(self, key: str) -> dict | None:

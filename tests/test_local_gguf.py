@@ -152,3 +152,24 @@ def test_the_embedded_model_runs_on_the_cores_this_process_may_use(monkeypatch):
 
     monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: {3}, raising=False)
     assert local.threads() == 1  # `taskset -c 3`: one llama.cpp thread, not one per core of the machine
+
+
+def test_reading_a_prompt_uses_those_cores_too(monkeypatch, tmp_path):
+    """llama-cpp-python reads a prompt with n_threads_batch threads, one per core of the machine unless
+    told: two of them on one allowed core stall each other (prompt reading several times slower)."""
+    from critique.llm import grammar, local
+
+    seen = {}
+
+    class Recorder:
+        def __init__(self, **kwargs):
+            seen.update(kwargs)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr(grammar, "GrammarFirstLlama", Recorder)
+    monkeypatch.setattr(local, "weights_path", lambda name: tmp_path / "m.gguf")
+    local.LocalLLM()._model("smollm2", 256)
+    assert seen["n_threads"] == seen["n_threads_batch"] == 1

@@ -11,7 +11,7 @@ import pytest
 from critique.base import rundir
 from critique.base.config import LEGACY, PROMPT_SETS, RunConfig
 from critique.cli import main
-from critique.datasets import mcr, mcr_gen, nfcorpus, preference, pubmed
+from critique.datasets import controls, mcr, mcr_gen, nfcorpus, preference, pubmed
 from critique.datasets.registry import REGISTRY
 from critique.datasets.splits import Item
 from critique.engine import agents, prompts
@@ -138,7 +138,8 @@ STATED_IT = [  # the task texts that did state it, before
 def task_texts() -> dict[str, str]:
     """Every registered dataset's task text, as its builder writes it into the card."""
     texts = {"mcr": mcr.TASK, "mcr-gen": mcr_gen.TASK, "pubmed": pubmed.TASK, "nfcorpus": nfcorpus.TASK,
-             nfcorpus.GROUPED: nfcorpus.TASK, "pref-gen": preference.task_text("films")}
+             nfcorpus.GROUPED: nfcorpus.TASK, "pref-gen": preference.task_text("films"),
+             controls.POS: controls.TASK, controls.NEG: controls.TASK}
     texts.update({name: preference.task_text(noun) for name, noun in preference.NOUNS.items()})
     return texts
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from critique.base.paths import data_dir, raw_dir  # noqa: F401  (raw_dir: where the builders read)
-from critique.datasets import mcr, mcr_gen, nfcorpus, pref_gen, preference, pubmed
+from critique.datasets import controls, mcr, mcr_gen, nfcorpus, pref_gen, preference, pubmed
 from critique.datasets.splits import CARD, Dataset, DatasetError, load_dataset
 
 
@@ -32,6 +32,10 @@ register(DatasetSpec(mcr_gen.NAME, "multi-condition ranking (generated)", tuple(
                      mcr_gen.build, generated=True))
 register(DatasetSpec(pref_gen.NAME, "preference, hidden rules (generated)", tuple(preference.ANSWER_SPACE),
                      pref_gen.build, generated=True))
+register(DatasetSpec(controls.POS, "positive control: copy a shown label", tuple(controls.ANSWER_SPACE),
+                     controls.build_positive, generated=True))
+register(DatasetSpec(controls.NEG, "negative control: labels at random", tuple(controls.ANSWER_SPACE),
+                     controls.build_negative, generated=True))
 for _name, _task, _space, _build, _raw in [
     ("mcr", "multi-condition ranking (MCRank)", mcr.ANSWER_SPACE, mcr.build, "mcr"),
     ("pubmed", "biomedical yes/no question (PubMedQA)", pubmed.ANSWER_SPACE, pubmed.build, "pubmed"),

@@ -251,7 +251,8 @@ class LocalLLM(CustomLLM):
                 self._models.pop(other).close()
             chat = {} if packaged(name) else {"chat_format": gguf_file.DEFAULT_CHAT}  # the file's own template
             self._models[key] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=n_ctx,
-                                                  flash_attn=FLASH_ATTN, n_threads=threads(), seed=0,
+                                                  flash_attn=FLASH_ATTN, n_threads=threads(),
+                                                  n_threads_batch=threads(), seed=0,  # its default: every core
                                                   verbose=False, **chat)
         return self._models[key]
 

@@ -16,6 +16,7 @@ import statistics
 from pathlib import Path
 
 from critique.base import rundir, vocab
+from critique.analysis import logs
 from critique.analysis.cells import mean
 from critique.base.assertion import asserted_option
 from critique.base.checksum import dataset_checksum
@@ -93,19 +94,17 @@ def read_truth(manifest: dict, data_dirs: list[str]) -> tuple[dict, str]:
 
 def read_memory(path: Path, problems: list[str]) -> tuple[list[dict] | None, dict | None]:
     """The episodic entries and the semantic memory of a run (None where the file is absent)."""
-    episodic, semantic = path / rundir.MEMORY / "episodic.jsonl", path / rundir.MEMORY / "semantic.json"
-    entries = rundir.read_jsonl(episodic, problems) if episodic.exists() else None
+    entries = logs.memory(path, problems)
     try:
-        return entries, json.loads(semantic.read_text(encoding="utf-8")) if semantic.exists() else None
+        return entries, logs.memory_document(path, logs.SEMANTIC)
     except ValueError as exc:
-        problems.append(f"{semantic}: unreadable ({exc}); semantic memory left out")
+        problems.append(f"{Path(path) / rundir.MEMORY / logs.SEMANTIC}: unreadable ({exc}); semantic memory left out")
         return entries, None
 
 
 def counted(path: Path, stage: str, problems: list[str]) -> list[dict]:
     """The final record per (strategy, user, item) of one stage (a rerun's replaces a failed one)."""
-    records = [r for r in rundir.read_jsonl(path / rundir.PREDICTIONS, problems) if r.get("stage") == stage]
-    return rundir.latest(records)
+    return logs.predictions(path, (stage,), problems)
 
 
 def stored_verdict(entry: dict, asserted: str | None) -> int | None:
@@ -287,7 +286,7 @@ def audit_run(meta: dict, partner: dict | None, problems: list[str], data_dirs: 
     from critique.analysis.read import model_label
 
     path = Path(meta["path"])
-    manifest = rundir.read_manifest(path)
+    manifest = logs.manifest(path)
     space = [str(a) for a in (manifest.get("dataset") or {}).get("answer_space") or []]
     entries, pools = read_memory(path, problems)
     predictions = counted(path, vocab.TEST, problems)

@@ -120,6 +120,7 @@ def rates(groups: Groups, keys: list[str], order=key_order) -> list[dict]:
         row["n"] = sum(t[tally.RECORDS] for t in users)
         row["errors"] = sum(t[tally.ERRORS] for t in users)
         row["overflows"] = sum(t[tally.OVERFLOWS] for t in users)
+        row["timeouts"] = sum(t[tally.TIMEOUT] for t in users)
         row["users"] = len(users)
         rows.append(row)
     return rows
@@ -167,6 +168,19 @@ def _costs(offline: dict) -> list[dict]:
             row[column] = counts[tally.TOKENS] if counts and counts[tally.WITH_TOKENS] else None
         rows.append(row)
     return rows
+
+
+def strategy_cells(predictions: dict[tuple, list]) -> list[dict]:
+    """Table 1's cells of one run's counted predictions ((stage, strategy, user) -> tally, see
+    analysis.tally.predictions), one row per test strategy in sorted order: the rates of `rates` (and the
+    timeouts counted) with the tokens per answered question (`_tokens`)."""
+    groups: Groups = {}
+    for (stage, strategy, user), counts in predictions.items():
+        if stage == vocab.TEST and strategy is not None:
+            _add(groups, ("", "", strategy), user, counts)
+    tokens = {row["strategy"]: row["tokens_per_question"] for row in _tokens(groups, set())}
+    return [{**row, "tokens_per_question": tokens.get(row["strategy"])}
+            for row in rates(groups, ["model", "dataset", "strategy"])]
 
 
 def _most_frequent(gold: dict):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.base import rundir
+from critique.analysis import logs
 from critique.base.truth import initial_right
 from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_PRUNE, CREDIT_REPEAT as NULL, \
     CREDIT_WITHOUT as WITHOUT
@@ -35,26 +35,27 @@ DUPLICATE_SIMILARITY = 0.9
 INERT, DUPLICATE, NOVEL_UNUSED, NOVEL = "inert", "duplicate", "novel-unused", "novel-not-decisive"
 USED, LOAD_BEARING, TOXIC, MIXED = "used-not-decisive", "load-bearing", "toxic", "mixed"
 TIERS = (INERT, DUPLICATE, NOVEL_UNUSED, NOVEL, USED, LOAD_BEARING, TOXIC, MIXED)
+CALL_FIELDS = ("stage", "cached")  # of a credit run's calls: how many it paid for
 
 
 def read(credit_dir: Path, source_dir: Path | None = None) -> dict:
     """The credit run, its probe settings, its latest credit predictions, and the source run's entries.
     The source is ``source_dir``, else the folder the probe names beside the credit run."""
     credit_dir = Path(credit_dir)
-    data = rundir.read_run(credit_dir)
-    probe = data["manifest"].get("probe") or {}
+    probe = logs.manifest(credit_dir).get("probe") or {}
     if probe.get("name") != CREDIT:
         raise ValueError(f"{credit_dir}: not a credit run (its manifest's probe is {probe.get('name')!r})")
     source = Path(source_dir) if source_dir else credit_dir.parent / str(probe.get("source"))
-    source_manifest = rundir.read_manifest(source)
+    source_manifest = logs.manifest(source)
     if source_manifest.get("run_id") != probe.get("source_run_id"):
         raise ValueError(f"{source}: run {source_manifest.get('run_id')}, not the credit run's source "
                          f"{probe.get('source_run_id')}")
-    entries = rundir.read_jsonl(source / rundir.MEMORY / "episodic.jsonl")
-    predictions = [p for p in rundir.latest(data["predictions"]) if p["stage"] in (CREDIT, CREDIT_NULL)]
+    entries = logs.memory(source) or []
+    predictions = logs.predictions(credit_dir, (CREDIT, CREDIT_NULL))
+    calls = logs.rows(credit_dir, logs.CALLS, CALL_FIELDS)
     return {"credit": str(credit_dir), "source": str(source), "probe": probe, "entries": entries,
-            "predictions": predictions, "calls": len(data["calls"]),
-            "calls_paid": sum(not c.get("cached") for c in data["calls"] if c.get("stage") in (CREDIT, CREDIT_NULL))}
+            "predictions": predictions, "calls": len(calls),
+            "calls_paid": sum(not cached for stage, cached in calls if stage in (CREDIT, CREDIT_NULL))}
 
 
 def pairs(predictions: list[dict]) -> tuple[list[dict], list[str]]:
@@ -206,8 +207,7 @@ def markdown(s: dict) -> str:
 def prune_rows(prune_dir: Path) -> list[dict]:
     """Per strategy and rule: accuracy on the held-out questions and entries removed; the random rules'
     seeds (``random:N#S``) pooled into one row per N (mean, min and max of the seeds' accuracies)."""
-    records = rundir.read_jsonl(Path(prune_dir) / rundir.PREDICTIONS)
-    predictions = [p for p in rundir.latest(records) if p["stage"] == CREDIT_PRUNE]
+    predictions = logs.predictions(prune_dir, (CREDIT_PRUNE,))
     cells: dict[tuple, dict] = {}
     for p in predictions:
         strategy, _, label = str(p["strategy"]).partition("|")
@@ -235,7 +235,7 @@ def prune_rows(prune_dir: Path) -> list[dict]:
 
 def _probe(run_dir: Path) -> dict:
     """The probe settings a run directory's manifest records."""
-    return rundir.read_manifest(Path(run_dir)).get("probe") or {}
+    return logs.manifest(run_dir).get("probe") or {}
 
 
 def prune_markdown(prune_dir: Path) -> str:

@@ -19,14 +19,14 @@ counts the verifier arm's. Preference data: accuracy per user, then the mean ove
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
+from critique.analysis import logs
 from critique.analysis.cells import mean, over_users, percent_correct
 from critique.analysis.echo import critic_of
 from critique.analysis.tabular import Table
-from critique.base import rundir, vocab
+from critique.base import vocab
 
 KEY = "deinflate"
 TITLE = "De-inflation: accuracy (%) with the flagged entries demoted, against as many demoted at random"
@@ -42,7 +42,7 @@ NOTE = ("accuracy: the verifier's arm (its flagged entries demoted: doubt = show
 
 def _manifest(path: Path) -> dict | None:
     try:
-        return rundir.read_manifest(Path(path))
+        return logs.manifest(path)
     except (OSError, ValueError):
         return None
 
@@ -58,13 +58,12 @@ def accuracy(predictions: list[dict], strategy: str, preference: bool) -> tuple[
 
 
 def _test(path: Path, problems: list[str]) -> list[dict]:
-    records = [r for r in rundir.read_jsonl(Path(path) / rundir.PREDICTIONS, problems) if r.get("stage") == "test"]
-    return rundir.latest(records)
+    return logs.predictions(path, (vocab.TEST,), problems)
 
 
 def _demoted_ids(path: Path) -> set[str]:
     try:
-        return set(json.loads((Path(path) / rundir.MEMORY / "demoted.json").read_text(encoding="utf-8"))["ids"])
+        return set(logs.memory_document(path, logs.DEMOTED)["ids"])
     except (OSError, ValueError, KeyError, TypeError):
         return set()
 

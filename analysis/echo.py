@@ -23,10 +23,10 @@ import random
 import statistics
 from pathlib import Path
 
-from critique.analysis import audit
+from critique.analysis import audit, logs
 from critique.analysis.cells import mean
 from critique.analysis.tabular import Table
-from critique.base import rundir, vocab
+from critique.base import vocab
 from critique.base.ids import entry_id
 
 ECHO_TITLE = "Echo Gap: stored verdicts against the truth, their reuse, and the contamination slope, per run"
@@ -128,7 +128,7 @@ def run_row(meta: dict, problems: list[str], data_dirs: list[str] = ()) -> dict 
     entries, _ = audit.read_memory(path, problems)
     if entries is None:
         return None
-    manifest = rundir.read_manifest(path)
+    manifest = logs.manifest(path)
     space = [str(a) for a in (manifest.get("dataset") or {}).get("answer_space") or []]
     predictions = audit.counted(path, vocab.TEST, problems)
     truth, _ = audit.read_truth(manifest, list(data_dirs))
@@ -229,7 +229,7 @@ def verifier_row(path: Path, problems: list[str]) -> dict | None:
     the run is not a verify run or its source run cannot be read."""
     import json
 
-    manifest = rundir.read_manifest(Path(path))
+    manifest = logs.manifest(path)
     probe = manifest.get("probe") or {}
     if probe.get("name") != "verify":
         return None
@@ -251,7 +251,7 @@ def verifier_row(path: Path, problems: list[str]) -> dict | None:
     known = [(v, row) for v, row in joined if row["b"] is not None]
     config = manifest.get("config") or {}
     try:  # the model whose memory was checked (a judge:MODEL run's own model is the judge)
-        config = rundir.read_manifest(source).get("config") or config
+        config = logs.manifest(source).get("config") or config
     except (OSError, ValueError):
         pass
     return {"model": config.get("model"), "dataset": (manifest.get("dataset") or {}).get("name"),

@@ -24,11 +24,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 import pandas as pd
 
-from critique.analysis import read
-from critique.analysis.jsonl import scan
+from critique.analysis import logs as run_logs, read
 from critique.analysis.tally import label
 from critique.base import rundir, vocab
 
@@ -64,7 +62,7 @@ class Logs:
 
     def predictions(self, questions: bool = True) -> pd.DataFrame:
         """One row per logged prediction record (PREDICTION_COLUMNS and the experiment's)."""
-        frame = _frame(self.metas, rundir.PREDICTIONS, self.problems, self.errors)
+        frame = _frame(self.metas, run_logs.PREDICTIONS, self.problems, self.errors)
         for column in ITEM_KEY:
             frame[column] = frame[column].map(_label) if column in frame else None
         for name in PREDICTION_COLUMNS:
@@ -91,7 +89,7 @@ class Logs:
         for order, meta in enumerate(self.metas):
             experiments.setdefault(read.experiment(meta), len(experiments))
             try:
-                found = scan(Path(meta["path"]) / rundir.PREDICTIONS, OUTCOME_FIELDS, self.problems)
+                found = run_logs.rows(meta["path"], run_logs.PREDICTIONS, OUTCOME_FIELDS, self.problems)
             except OSError as exc:
                 self.errors.append(f"{meta['path']}: cannot read its logs ({exc}); left out")
                 continue
@@ -117,13 +115,13 @@ class Logs:
 
     def calls(self) -> pd.DataFrame:
         """One row per logged call record; `prompt` is its messages' text, one message per paragraph."""
-        return _with_prompt(_ordered(_frame(self.metas, rundir.CALLS, self.problems, self.errors), []))
+        return _with_prompt(_ordered(_frame(self.metas, run_logs.CALLS, self.problems, self.errors), []))
 
     def call_columns(self) -> list[str]:
         """The columns of `calls()`, in its order, found by reading the records one at a time."""
         seen: dict[str, None] = {}
         for meta in self.metas:
-            for records in _record_chunks(Path(meta["path"]) / rundir.CALLS, CHUNK_ROWS, [], self.errors):
+            for records in run_logs.record_chunks(meta["path"], run_logs.CALLS, CHUNK_ROWS, [], self.errors):
                 for record in records:
                     seen.update(dict.fromkeys(record))
         found = list(EXPERIMENT_COLUMNS) + [c for c in seen if c not in EXPERIMENT_COLUMNS]
@@ -133,7 +131,7 @@ class Logs:
         """The rows of `calls()` as frames of at most CHUNK_ROWS records, one run at a time, for writing a large
         log set without holding it whole (critique export)."""
         for meta in self.metas:
-            for records in _record_chunks(Path(meta["path"]) / rundir.CALLS, CHUNK_ROWS, self.problems, []):
+            for records in run_logs.record_chunks(meta["path"], run_logs.CALLS, CHUNK_ROWS, self.problems, []):
                 part = pd.DataFrame.from_records(records)
                 for column, value in _experiment(meta).items():
                     part[column] = value
@@ -144,11 +142,10 @@ class Logs:
         `retrieved_by`: how many counted test predictions of its run put it in their prompt."""
         rows = []
         for meta in self.metas:
-            path = Path(meta["path"]) / rundir.MEMORY / "episodic.jsonl"
             try:
-                entries = rundir.read_jsonl(path, self.problems) if path.exists() else []
+                entries = run_logs.memory(meta["path"], self.problems) or []
             except OSError as exc:
-                self.errors.append(f"{path}: cannot be read ({exc}); left out")
+                self.errors.append(f"{Path(meta['path']) / run_logs.EPISODIC}: cannot be read ({exc}); left out")
                 continue
             for entry in entries:
                 if not isinstance(entry, dict):
@@ -187,51 +184,6 @@ def _experiment(meta: dict) -> dict:
             "settings": read.settings_text(meta["settings"])}
 
 
-def _records(path: Path, problems: list[str]) -> list[dict]:
-    """The whole records of a JSON-lines log (a cut last line is skipped and reported)."""
-    if not path.exists():
-        return []
-    found = (_parsed(line, path, number, problems)
-             for number, line in enumerate(path.read_bytes().split(b"\n"), start=1))
-    return [record for record in found if record is not None]
-
-
-def _record_chunks(path: Path, rows: int, problems: list[str], errors: list[str]):
-    """The whole records of a JSON-lines log in lists of at most ``rows``, read a line at a time."""
-    if not path.exists():
-        return
-    chunk = []
-    try:
-        with path.open("rb") as handle:
-            for number, line in enumerate(handle, start=1):
-                record = _parsed(line, path, number, problems)
-                if record is not None:
-                    chunk.append(record)
-                if len(chunk) >= rows:
-                    yield chunk
-                    chunk = []
-    except OSError as exc:
-        errors.append(f"{path}: cannot be read ({exc}); left out")
-        return
-    if chunk:
-        yield chunk
-
-
-def _parsed(line: bytes, path: Path, number: int, problems: list[str]) -> dict | None:
-    """One line's record; None for a blank line, a line that is not an object, or a cut one (reported)."""
-    if not line.strip():
-        return None
-    try:
-        record = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        try:
-            record = json.loads(line)  # NaN and Infinity, which orjson refuses
-        except ValueError:
-            problems.append(f"{path}:{number}: unreadable line skipped (cut by a crash?)")
-            return None
-    return record if isinstance(record, dict) else None
-
-
 def _with_prompt(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with its ``messages`` column as ``prompt``: the messages' text, one message per paragraph."""
     if "messages" in frame:
@@ -249,7 +201,7 @@ def _frame(metas: list[dict], name: str, problems: list[str], errors: list[str])
     parts = []
     for order, meta in enumerate(metas):
         try:
-            records = _records(Path(meta["path"]) / name, problems)
+            records = run_logs.records(meta["path"], name, problems)
         except OSError as exc:
             errors.append(f"{Path(meta['path']) / name}: cannot be read ({exc}); left out")
             continue
@@ -275,7 +227,7 @@ def _ordered(frame: pd.DataFrame, first: list[str]) -> pd.DataFrame:
 
 def _dataset_questions(meta: dict) -> dict[tuple, str]:
     """(user, item id) -> question, from the dataset folder the run read, when it is still there."""
-    manifest = rundir.read_manifest(Path(meta["path"]))
+    manifest = run_logs.manifest(meta["path"])
     folder = Path(str((manifest.get("dataset") or {}).get("path") or ""))
     if not str(folder) or not folder.is_dir():
         return {}
@@ -290,9 +242,8 @@ def _dataset_questions(meta: dict) -> dict[tuple, str]:
 
 def _entry_questions(meta: dict, problems: list[str]) -> dict[str, str]:
     """Episodic entry id -> its question, in one run's memory."""
-    path = Path(meta["path"]) / rundir.MEMORY / "episodic.jsonl"
     try:
-        entries = rundir.read_jsonl(path, problems) if path.is_file() else []
+        entries = run_logs.memory(meta["path"], problems) or []
     except OSError:
         return {}
     return {str(e.get("id")): e.get("question") for e in entries if isinstance(e, dict)}

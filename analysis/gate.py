@@ -20,9 +20,8 @@ does). Reads logs only: no LLM call; importing this module is cheap.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from critique.base import rundir, vocab
+from critique.analysis import logs
+from critique.base import vocab
 from critique.analysis.cells import mean, name_key, over_users, value_key
 from critique.analysis.tabular import ERROR_NOTE, Table, flagged, records, sort_strategies
 
@@ -39,9 +38,8 @@ def _predictions(metas: list[dict], problems: list[str]) -> list[dict]:
     """The test predictions of runs of one experiment (oldest first): per item, the latest run's."""
     chosen: dict[tuple, dict] = {}
     for meta in metas:
-        records_ = [r for r in rundir.read_jsonl(Path(meta["path"]) / rundir.PREDICTIONS, problems)
-                    if r.get("stage") == vocab.TEST]
-        chosen.update({(r.get("strategy"), r.get("user"), r.get("item_id")): r for r in rundir.latest(records_)})
+        records_ = logs.predictions(meta["path"], (vocab.TEST,), problems)
+        chosen.update({(r.get("strategy"), r.get("user"), r.get("item_id")): r for r in records_})
     return list(chosen.values())
 
 

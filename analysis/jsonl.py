@@ -1,20 +1,24 @@
-"""Read chosen top-level scalar fields of a JSON-lines log, fast.
+"""Read chosen top-level fields of a JSON-lines log, fast.
 
 A call record carries the rendered prompt and the raw response, so `calls.jsonl` is
 mostly text the tables never look at; `json.loads` on every line costs seconds at the
-study's scale. This reader finds each wanted key in the raw bytes of its line instead.
+study's scale. The tables read few of its records (the critiques and summaries), so this
+reader finds those lines by their stage in the raw bytes, and parses only them.
 
 Why that is safe for the run-directory format: inside a JSON string every `"` is escaped
 as `\\"` and every newline as `\\n`, so a raw newline ends a record and the bytes
 `"name":` (closing quote unescaped) occur only where an object key is written. The format
-writes each field once, at the top level of a flat record (its nested values, `messages`
-and `retrieved`, use other keys), so the one occurrence in a line is the field. Keys are
-looked up from the end of the line they sat nearer to in the first record, so the long
-prompt and response between them are never scanned twice. Whenever a line is not as
-expected -- a wanted key missing, a value that is not a scalar, a blank line -- the whole
-file takes the plain path, `json.loads` line by line. A last line without its newline (cut
-by a killed writer) always takes the plain path: it is kept if it parses, else skipped and
-reported, as `critique.base.rundir.read_jsonl` does.
+writes each field once, at the top level of a record or, for an experiment's own fields, once
+in its `experiment` object (its other nested values, `messages` and `retrieved`, use other
+keys, and an experiment's field names are none of the record's: critique.base.records.declare),
+so the lines holding `"stage": "summary"` are the summaries' and perhaps a few more (a nested
+key of that name), which the parsed records then leave out; a large log is mapped, not copied,
+for that search. The lines chosen, or all of a log of short records (predictions), are parsed
+at once by orjson, an experiment's fields read by their names alone (records.flat). Whenever a
+line is not as expected -- not one JSON object, a blank line, a NaN -- the whole file takes the
+plain path, `json.loads` line by line. A last line without its newline (cut by a killed writer)
+always takes the plain path: it is kept if it parses, else skipped and reported, as
+`critique.base.rundir.read_jsonl` does.
 
 Records come back as rows: one tuple of the wanted fields per record.
 """
@@ -22,70 +26,18 @@ Records come back as rows: one tuple of the wanted fields per record.
 from __future__ import annotations
 
 import json
+import mmap
 import re
 from operator import itemgetter
 from pathlib import Path
 
 import orjson
 
-_VALUE = re.compile(rb'[ \t]*("[^"\\\n]*(?:\\.[^"\\\n]*)*"|-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|null|true|false)')
-_CONSTANTS = {b"null": None, b"true": True, b"false": False}
+from critique.base.records import flat
+
 _BACKSLASH = 92
 
 Row = tuple  # the wanted fields of one record, in the order asked for
-
-
-def _decode(token: bytes):
-    if token[:1] == b'"':
-        text = token.decode("utf-8", errors="replace")
-        return json.loads(text) if "\\" in text else text[1:-1]
-    if token in _CONSTANTS:
-        return _CONSTANTS[token]
-    return float(token) if any(c in token for c in b".eE") else int(token)
-
-
-def _decoded(tokens: list[bytes]) -> list:
-    """The values of raw JSON scalars (each distinct one decoded once)."""
-    values = {t: _decode(t) for t in set(tokens)}
-    return [values[t] for t in tokens]
-
-
-def _line_ends(data: bytes, end: int) -> list[int]:
-    ends, find = [], data.find
-    at = find(b"\n", 0, end)
-    while at >= 0:
-        ends.append(at)
-        at = find(b"\n", at + 1, end)
-    return ends
-
-
-def _fast(data: bytes, end: int, fields: tuple[str, ...]) -> list[Row] | None:
-    """Rows of the whole lines in data[:end], or None when a line is not as expected."""
-    ends = _line_ends(data, end)
-    if not ends:
-        return []
-    needles = [b'"' + f.encode("utf-8") + b'":' for f in fields]
-    first = [data.find(n, 0, ends[0]) for n in needles]
-    if min(first) < 0:
-        return None
-    tokens: list[list[bytes]] = [[] for _ in fields]
-    plan = [(n, len(n), at < ends[0] - at, out.append) for n, at, out in zip(needles, first, tokens)]
-    find, rfind, match = data.find, data.rfind, _VALUE.match
-    start = 0
-    for stop in ends:
-        for needle, size, forward, append in plan:
-            at = find(needle, start, stop) if forward else rfind(needle, start, stop)
-            if at <= start or data[at - 1] == _BACKSLASH:
-                return None
-            value = match(data, at + size, stop)
-            if value is None:
-                return None
-            append(value[1])
-        start = stop + 1
-    try:
-        return list(zip(*(_decoded(t) for t in tokens)))
-    except ValueError:  # an escape that is not JSON: let json.loads judge the line
-        return None
 
 
 def _plain(data: bytes, first_line: int, fields: tuple[str, ...], path: Path,
@@ -103,6 +55,7 @@ def _plain(data: bytes, first_line: int, fields: tuple[str, ...], path: Path,
             if problems is not None:
                 problems.append(f"{path}:{number}: unreadable line skipped (cut by a crash?)")
             continue
+        record = flat(record)
         rows.append(tuple(record.get(f) for f in fields))
     return rows
 
@@ -143,12 +96,25 @@ def _whole(data: bytes, end: int, fields: tuple[str, ...]) -> list[Row] | None:
         return None
     if len(records) != body.count(b"\n") + 1 or not all(type(r) is dict for r in records):
         return None  # a blank line, a line holding two values, or one that is not an object
-    take = itemgetter(*fields) if len(fields) > 1 else None
-    try:
-        if take is not None:
-            return list(map(take, records))  # every record has every field: the common case
-    except KeyError:
-        pass
+    if b'"experiment":' in body:  # an experiment's fields, read by their names (critique.base.records.flat)
+        records = list(map(flat, records))
+    return _taken(records, fields)
+
+
+def _taken(records: list[dict], fields: tuple[str, ...]) -> list[Row]:
+    """The rows of `fields` of parsed records: by one getter when every record has every field but the last
+    few, which none has (a field of newer logs, or of some experiments' records), else field by field."""
+    first = records[0]
+    have = next((i for i, f in enumerate(fields) if f not in first), len(fields))
+    missing = fields[have:]
+    if have > 1 and not any(f in record for f in missing for record in records):
+        try:
+            rows = list(map(itemgetter(*fields[:have]), records))
+        except KeyError:  # a record lacks a field the first one has
+            pass
+        else:
+            pad = (None,) * len(missing)
+            return [row + pad for row in rows] if pad else rows
     return [tuple(map(record.get, fields)) for record in records]
 
 
@@ -159,30 +125,47 @@ def _chosen(rows: list[Row], fields: tuple[str, ...], where: Where | None) -> li
     return [row for row in rows if row[index] in where[1]]
 
 
+def _contents(path: Path, mapped: bool):
+    """The bytes of ``path``; mapped (not copied into this process) when ``mapped`` and not empty."""
+    if not mapped or path.stat().st_size == 0:
+        return path.read_bytes()
+    with path.open("rb") as handle:
+        return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+
+
 def scan(path: str | Path, fields: tuple[str, ...], problems: list[str] | None = None,
          exact: bool = False, where: Where | None = None) -> list[Row]:
     """One row per whole record of `path`: its `fields` in order (None where a record lacks one).
 
     where=(field, values): only the records whose `field` is one of `values` (`field` must be
-    among `fields`); the other lines are passed over without reading them (for the long
-    records of calls.jsonl). Without `where`, short records are parsed with one json.loads.
+    among `fields`); the other lines are passed over without parsing them (for the long
+    records of calls.jsonl). Without `where`, short records are parsed with one orjson call.
     exact=True parses every line with `json.loads` (the reference the fast path is tested
     against). A missing file reads as no records.
     """
     path = Path(path)
     if not path.exists():
         return []
-    data = path.read_bytes()
+    data = _contents(path, where is not None and not exact)
+    try:
+        return _rows(data, path, fields, problems, exact, where)
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
+
+
+def _rows(data, path: Path, fields: tuple[str, ...], problems: list[str] | None, exact: bool,
+          where: Where | None) -> list[Row]:
     end = data.rfind(b"\n") + 1
     rows = None
     if not exact and where is None:
         rows = _whole(data, end, fields)
     elif not exact:
         lines = _selected(data, end, where)
-        rows = _fast(lines, len(lines), fields)
+        rows = _whole(lines, len(lines), fields)
     if rows is None:
-        return _chosen(_plain(data, 1, fields, path, problems), fields, where)
+        return _chosen(_plain(data[:], 1, fields, path, problems), fields, where)
     tail = data[end:]
     if tail.strip():
-        rows += _chosen(_plain(tail, data.count(b"\n", 0, end) + 1, fields, path, problems), fields, where)
-    return rows
+        rows += _plain(tail, data[:end].count(b"\n") + 1, fields, path, problems)
+    return _chosen(rows, fields, where)

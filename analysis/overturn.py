@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from critique.analysis import logs
 from critique.analysis.cells import over_users, percent_correct
 from critique.analysis.tabular import Table
-from critique.base import rundir, vocab
+from critique.base import vocab
 
 KEY = "overturn"
 TITLE = "Overturn: how often a true critique wins over a false one in the same prompt (%)"
@@ -40,15 +41,14 @@ def _rate(records: list[dict], preference: bool) -> float | None:
 
 def run_rows(path: Path, problems: list[str]) -> list[dict]:
     try:
-        manifest = rundir.read_manifest(Path(path))
+        manifest = logs.manifest(path)
     except (OSError, ValueError) as exc:
         problems.append(f"{path}: unreadable manifest ({exc}); no overturn rows")
         return []
     if ((manifest.get("probe") or {}).get("name")) != vocab.OVERTURN:
         return []
     preference = (manifest.get("dataset") or {}).get("kind") == "preference"
-    records = rundir.latest([r for r in rundir.read_jsonl(Path(path) / rundir.PREDICTIONS, problems)
-                             if r.get("stage") == vocab.PROBE])
+    records = logs.predictions(path, (vocab.PROBE,), problems)
     by = {}
     for r in records:
         by.setdefault(r.get("strategy"), {})[(r.get("user"), r.get("item_id"))] = r

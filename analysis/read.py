@@ -19,10 +19,9 @@ from pathlib import Path
 import hashlib
 
 from critique.base import rundir
-from critique.analysis import consistency, tally
+from critique.analysis import consistency, count_cache, logs, tally
 from critique.base import vocab
 from critique.base.config import IDENTITY, manifest_value
-from critique.analysis.jsonl import scan
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
                      "completion_tokens", "reasoning_tokens", "error", "gold",
@@ -38,7 +37,8 @@ ABLATED = {"k": "k", "parts": "parts", "train_size": "train_fraction", "gate": "
 # A prediction carries the tokens of the call that answered it, so only the calls without a
 # prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
 CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error", "request_hash", "model")
-CALL_STAGES = ("stage", frozenset({vocab.CRITIQUE, vocab.RECRITIQUE, vocab.SUMMARY}))
+CALL_STAGES = (vocab.CRITIQUE, vocab.RECRITIQUE, vocab.SUMMARY)
+MEMORY_FIELDS = ("assertion_mismatch", "recritique")  # of an episodic entry, or one --on-mismatch drop left out
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this, worker processes cost more than they save
 
 
@@ -117,7 +117,7 @@ def read_manifests(paths: list[Path], errors: list[str]) -> list[dict]:
     metas = []
     for path in paths:
         try:
-            manifest = rundir.read_manifest(path)
+            manifest = logs.manifest(path)
             metas.append(run_meta(path, manifest))
         except (OSError, ValueError) as exc:
             errors.append(f"{path}: unreadable {rundir.MANIFEST} ({exc}); left out")
@@ -183,8 +183,8 @@ def memory_counts(path: str, problems: list[str]) -> tuple[int, int]:
     critique of a self critic (--critic self: assertion_mismatch null, no label shown) is not counted."""
     rows = []
     try:
-        for name in ("episodic.jsonl", "dropped.jsonl"):
-            rows += scan(Path(path) / rundir.MEMORY / name, ("assertion_mismatch", "recritique"), problems)
+        for log in (logs.EPISODIC, logs.DROPPED):
+            rows += logs.rows(path, log, MEMORY_FIELDS, problems)
     except OSError as exc:
         problems.append(f"{path}: its episodic memory cannot be read ({exc}); no mismatch rate")
         return 0, 0
@@ -194,6 +194,20 @@ def memory_counts(path: str, problems: list[str]) -> tuple[int, int]:
 
 def read_records(path: str, plain: bool, shared: bool, with_users: bool, exact: bool, model: str | None = None,
                  n_test: int | None = None) -> tuple[dict | list, dict | list, list[str], list[str]]:
+    """`count`, or what it counted in the same logs before (analysis.count_cache): tallies only."""
+    if shared or exact:
+        return count(path, plain, shared, with_users, exact, model, n_test)
+    how, logs_before = [plain, with_users, model, n_test], count_cache.identity(path)
+    found = count_cache.load(path, how, logs_before)
+    if found is None:
+        found = count(path, plain, shared, with_users, exact, model, n_test)
+        if not found[3]:
+            count_cache.store(path, how, logs_before, found)
+    return found
+
+
+def count(path: str, plain: bool, shared: bool, with_users: bool, exact: bool, model: str | None = None,
+          n_test: int | None = None) -> tuple[dict | list, dict | list, list[str], list[str]]:
     """One run's predictions and calls, the problems met, and the errors (a log that cannot be
     read at all, or records that contradict the manifest: the run is left out).
 
@@ -209,8 +223,8 @@ def read_records(path: str, plain: bool, shared: bool, with_users: bool, exact: 
     """
     problems: list[str] = []
     try:
-        predictions = scan(Path(path) / rundir.PREDICTIONS, PREDICTION_FIELDS, problems, exact)
-        calls = scan(Path(path) / rundir.CALLS, CALL_FIELDS, problems, exact, CALL_STAGES) if plain else []
+        predictions = logs.rows(path, logs.PREDICTIONS, PREDICTION_FIELDS, problems, exact)
+        calls = logs.rows(path, logs.CALLS, CALL_FIELDS, problems, exact, CALL_STAGES) if plain else []
     except OSError as exc:
         return {}, {}, problems, [f"{path}: cannot read its logs ({exc}); left out"]
     predictions, calls = tally.latest_per_item(predictions, with_users), tally.answered_calls(calls)

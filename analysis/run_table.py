@@ -1,13 +1,15 @@
 """The table `critique run` prints when it ends: Table 1's cells of its one run directory, read and computed
 as `critique tables` reads and computes them (analysis.load, analysis.cells: rates per user, then the mean
-over users on preference data; tokens per answered question), so the two never disagree."""
+over users on preference data; tokens per answered question), so the two never disagree. `from_records`
+gives the same cells of prediction records a caller already holds (an ablation's summary)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from critique.analysis import cells
+from critique.analysis import cells, logs, tally
 from critique.analysis.load import load
+from critique.analysis.read import PREDICTION_FIELDS
 from critique.analysis.tabular import strategy_order
 
 COLUMNS = ("strategy", "n", "accuracy", "timeout_rate", "overflow_rate", "parse_fail_rate", "errors",
@@ -23,12 +25,20 @@ def rows(run_dir: Path) -> list[dict]:
             for s in strategy_order(by_strategy)]
 
 
+def from_records(predictions: list[dict]) -> list[dict]:
+    """Table 1's cells per test strategy (COLUMNS, and the timeouts counted) of one run's prediction records,
+    counted as the tables count them (analysis.tally: the latest record of each item)."""
+    items = tally.latest_per_item([tuple(p.get(f) for f in PREDICTION_FIELDS) for p in predictions])
+    return cells.strategy_cells(tally.predictions(items))
+
+
 def _shown(value, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def print_table(run_dir: Path, manifest: dict) -> None:
+def print_table(run_dir: Path) -> None:
     """Print the run's table (its dataset, model and test items first)."""
+    manifest = logs.manifest(run_dir)
     print(f"\n{manifest['dataset']['name']} x {manifest['config']['model']}  (test items: "
           f"{manifest['dataset']['n_test']}; rates per user, then their mean, on preference data)\n")
     print("| strategy | n | accuracy % | timeouts % | context overflows % | parse failures % | errors | "

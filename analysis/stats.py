@@ -1,10 +1,12 @@
-"""The study's statistics, from scipy: paired-difference summary and Spearman correlation.
+"""The study's statistics: paired-difference summary (t-interval, exact sign test) and Spearman correlation.
 
-`import scipy.stats` takes about 1.4 s of CPU on a 2-core machine (it loads most of scipy and
-numpy), as long as all the rest of `critique tables` on a whole study's logs. So `critique tables` calls `start_helper()` first: a
-forked helper process imports scipy.stats while this process reads the logs and builds the
-cells, and then computes the statistics this process sends it. Without the helper (tests,
-library use, a platform without fork) scipy.stats is imported here; the numbers are the same.
+Student's t comes from scipy.special (`stdtrit`, `stdtr`: the functions scipy.stats.t itself calls), so the
+numbers are scipy.stats's (tests/test_analysis_stats.py holds them equal) without `import scipy.stats`, which
+takes about 1.4 s of CPU on a 2-core machine (it loads most of scipy), as long as all the rest of `critique
+tables` on a whole study's logs; numpy and scipy.special take about 0.5 s. `critique tables` calls
+`start_helper()` first: a forked helper process imports them while this process reads the logs and builds the
+cells, and then computes the statistics this process sends it. Without the helper (tests, library use, a
+platform without fork) they are imported here; the numbers are the same.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def stop_helper() -> None:
 
 
 def _serve(connection, ahead: tuple | None = None) -> None:
-    from scipy import stats  # noqa: F401 - the import is the work done ahead
+    from scipy import special  # noqa: F401 - the import is the work done ahead
 
     state = _run_ahead(ahead)
     while True:
@@ -149,42 +151,73 @@ def spearman(x, y) -> dict:
     return _ask("spearman", [float(v) for v in x], [float(v) for v in y])
 
 
+def sign_test(wins: int, losses: int) -> float | None:
+    """The exact two-sided sign test's p-value of ``wins`` against ``losses`` (ties left out): twice the smaller
+    tail of Bin(wins + losses, 1/2), at most 1, from the binomial coefficients as whole numbers (one rounding);
+    None without a win or a loss."""
+    n = wins + losses
+    if n == 0:
+        return None
+    if 2 * wins == n:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1))
+    return min(1.0, 2 * tail / 2 ** n)
+
+
 def _paired_summary(differences, confidence: float = 0.95) -> dict:
     import numpy as np
-    from scipy import stats
+    from scipy import special
 
     d = np.round(np.asarray(differences, dtype=float), TIE_DECIMALS)
     n = int(d.size)
     wins, losses = int((d > 0).sum()), int((d < 0).sum())
     out = {"n": n, "mean": None, "sd": None, "ci_low": None, "ci_high": None,
-           "wins": wins, "losses": losses, "ties": n - wins - losses, "p_sign": None}
+           "wins": wins, "losses": losses, "ties": n - wins - losses, "p_sign": sign_test(wins, losses)}
     if n == 0:
         return out
     out["mean"] = float(d.mean())
     if n >= 2:
         sd = float(d.std(ddof=1))
         out["sd"] = sd
-        if sd > 0:
-            low, high = stats.t.interval(confidence, n - 1, loc=d.mean(), scale=stats.sem(d))
+        if sd > 0:  # Student's t quantiles (scipy.stats.t.interval's, from the same scipy.special function)
+            scale = d.std(ddof=1) / n ** 0.5
+            low, high = (special.stdtrit(n - 1, q) * scale + d.mean() for q in ((1 - confidence) / 2,
+                                                                                 (1 + confidence) / 2))
             out["ci_low"], out["ci_high"] = float(low), float(high)
         else:
             out["ci_low"] = out["ci_high"] = out["mean"]
-    if wins + losses:
-        out["p_sign"] = float(stats.binomtest(wins, wins + losses, 0.5, alternative="two-sided").pvalue)
     return out
 
 
-def _spearman(x, y) -> dict:
+def _ranks(values):
+    """Ranks from 1, a tie's values all given the mean of the ranks they share (scipy.stats.rankdata's)."""
     import numpy as np
-    from scipy import stats
+
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    sizes = np.diff(np.r_[starts, values.size])
+    ranks = np.empty(values.size)
+    ranks[order] = np.repeat(starts + (sizes + 1) / 2.0, sizes)
+    return ranks
+
+
+def _spearman(x, y) -> dict:
+    """Spearman's rho and its two-sided p-value from Student's t on n - 2 degrees of freedom, as
+    scipy.stats.spearmanr computes them (tests/test_analysis_stats.py holds the two equal)."""
+    import numpy as np
+    from scipy import special
 
     x = np.round(np.asarray(x, dtype=float), TIE_DECIMALS)
     y = np.round(np.asarray(y, dtype=float), TIE_DECIMALS)
     out = {"n": int(x.size), "rho": None, "p": None}
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return out
-    result = stats.spearmanr(x, y)
-    out["rho"], out["p"] = _number(result.statistic), _number(result.pvalue)
+    rho = np.corrcoef(_ranks(x), _ranks(y))[1, 0]
+    dof = x.size - 2
+    with np.errstate(divide="ignore"):
+        t = rho * np.sqrt((dof / ((rho + 1.0) * (1.0 - rho))).clip(0))
+    out["rho"], out["p"] = _number(rho), _number(2 * special.stdtr(dof, -np.abs(t)))
     return out
 
 

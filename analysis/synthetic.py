@@ -70,13 +70,15 @@ TOKEN_FIELDS = ("prompt_tokens", "completion_tokens", "reasoning_tokens")  # a p
 
 
 def prediction(stage: str, strategy: str | None, item_id: str, correct: bool, user: str | None = None,
-               timeout: bool = False, parse_failed: bool = False, **extra) -> dict:
+               timeout: bool = False, parse_failed: bool = False, experiment: str | None = None, **extra) -> dict:
+    """A prediction record; ``extra``: more fields, those that are not the record's own under ``experiment`` (a
+    declared experiment: critique.base.records.declare), as the runner writes them."""
     record = {"run_id": "run", "stage": stage, "strategy": strategy, "item_id": item_id, "user": user,
               "answer": "A", "gold": "A" if correct else "B", "correct": correct, "parse_failed": parse_failed,
               "timeout": timeout, "error": None, "retrieved": [], "request_hash": "0" * 64, "context_overflow": False,
               "prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0, "probe": None, "ablation": None}
     record.update(extra)
-    return records.check("prediction", record)
+    return records.check("prediction", records.split(experiment, record))
 
 
 def in_run(head: dict, records_: list[dict]) -> list[dict]:

@@ -1,4 +1,4 @@
-"""How long `critique tables` takes on a whole study's logs.
+"""How long `critique tables` takes on a whole study's logs, against a plain pandas script.
 
 Writes a seeded synthetic log set at the study's scale into a temporary folder (6 models
 x 7 datasets, preference data with 10 users, every stage, a suggestibility probe per
@@ -6,7 +6,11 @@ model and dataset, and the K / train-size / critique-parts ablations for one mod
 the three non-preference datasets; prompts and responses of realistic length), then runs
 `critique tables RUN_DIR...` on it as a user would -- a fresh process, so the time
 includes interpreter start-up, imports, reading every log, and printing the markdown --
-limited to 2 cores. Prints the machine, the command and the wall-clock times.
+limited to 2 cores, in turns with bench/table1_pandas.py (Table 1 alone, with pandas and
+pyarrow, from the same folder): once with its cache of counts emptied before each run (every
+log read) and once with it filled by an earlier run (analysis/count_cache.py). Prints the
+machine, the commands, the wall-clock and CPU times, and the ratios of the medians
+(critique tables / pandas).
 
     .venv/bin/python bench/bench_tables.py [--repeat 5] [--cores 2] [--keep DIR] [--baseline CHECKOUT] [--inference]
 """
@@ -23,9 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PANDAS = ROOT / "bench" / "table1_pandas.py"
+READS = {"cache empty": "reading every log",
+         "cache filled": "the counts kept from an earlier run (analysis/count_cache.py)"}
 sys.path.insert(0, str(ROOT))
 
 from critique.analysis.synthetic import generate_study  # noqa: E402
@@ -77,29 +85,60 @@ def limit_cores(cores: int):
     return (lambda: os.sched_setaffinity(0, chosen)) if chosen else None
 
 
-def run_once(cmd: list[str], cwd: Path, cores: int) -> tuple[float, float]:
-    """Wall and CPU seconds (all processes) of one run of `cmd` in `cwd`."""
+@dataclass
+class Contender:
+    """A command timed: where it runs, and its cache folder (CRITIQUE_CACHE_DIR; emptied before each run
+    when `empty`: `critique tables` then reads every log, as on its first run over them)."""
+    command: list[str]
+    cwd: Path
+    cache: Path | None = None
+    empty: bool = False
+
+
+def run_once(contender: Contender, cores: int) -> tuple[float, float]:
+    """Wall and CPU seconds (all processes) of one run of a command."""
+    env = None
+    if contender.cache is not None:
+        if contender.empty:
+            shutil.rmtree(contender.cache, ignore_errors=True)
+        env = {**os.environ, "CRITIQUE_CACHE_DIR": str(contender.cache)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          preexec_fn=limit_cores(cores))
+    done = subprocess.run(contender.command, cwd=contender.cwd, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, preexec_fn=limit_cores(cores))
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
-        sys.exit(f"command failed in {cwd} ({done.returncode}): {done.stderr.decode()[-2000:]}")
+        sys.exit(f"command failed in {contender.cwd} ({done.returncode}): {done.stderr.decode()[-2000:]}")
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
-def time_runs(runs: list[Path], repeat: int, cores: int, baseline: Path | None = None,
-              *extra: str) -> dict[Path, list]:
-    """(wall, cpu) per run, per checkout; with a baseline checkout the two take turns, so that both
-    meet the same load on the machine."""
-    places = [ROOT] + ([baseline] if baseline else [])
-    times: dict[Path, list] = {place: [] for place in places}
+def contenders(runs: list[Path], root: Path, caches: Path, baseline: Path | None) -> dict[str, Contender]:
+    """This tree's `critique tables` with its cache empty and filled, a baseline checkout's, and the pandas
+    script on the folder of the log set."""
+    found = {"cache empty": Contender(command(runs), ROOT, caches / "empty", empty=True),
+             "cache filled": Contender(command(runs), ROOT, caches / "filled")}
+    if baseline:
+        found["baseline"] = Contender(command(runs, baseline), baseline, caches / "baseline", empty=True)
+    found["pandas"] = Contender([sys.executable, str(PANDAS), str(root)], ROOT)
+    return found
+
+
+def time_turns(commands: dict[str, Contender], repeat: int, cores: int) -> dict[str, list]:
+    """(wall, cpu) per run of each command; the commands take turns, so that all meet the same load on
+    the machine."""
+    times: dict[str, list] = {name: [] for name in commands}
     for _ in range(repeat):
-        for place in places:
-            times[place].append(run_once(command(runs, place, *extra), place, cores))
+        for name, contender in commands.items():
+            times[name].append(run_once(contender, cores))
     return times
+
+
+def ratios(mine: list, theirs: list) -> str:
+    """The ratios of the median wall and CPU times."""
+    wall = statistics.median(w for w, _ in mine) / statistics.median(w for w, _ in theirs)
+    cpu = statistics.median(c for _, c in mine) / statistics.median(c for _, c in theirs)
+    return f"wall {wall:.2f}, CPU {cpu:.2f}"
 
 
 def summary(times: list) -> str:
@@ -116,7 +155,7 @@ def breakdown(runs: list[Path]) -> str:
     stats.start_helper()
     try:
         pending = read.start([str(r) for r in runs])
-        marks.append(("start scipy helper + manifests + read logs (or start readers)", time.perf_counter()))
+        marks.append(("start stats helper + manifests + read logs (or start readers)", time.perf_counter()))
         from critique.analysis import cells, render, tables
         from critique.analysis.load import wait
 
@@ -125,7 +164,7 @@ def breakdown(runs: list[Path]) -> str:
         found = cells.from_logs(logs)
         marks.append(("cells", time.perf_counter()))
         render.markdown(tables.build(found), "")
-        marks.append(("tables (waiting for scipy) + markdown", time.perf_counter()))
+        marks.append(("tables (waiting for the stats helper) + markdown", time.perf_counter()))
     finally:
         stats.stop_helper()
     return ", ".join(f"{name} {t - marks[i][1]:.2f} s" for i, (name, t) in enumerate(marks[1:]))
@@ -143,36 +182,44 @@ def main() -> int:
     parser.add_argument("--inference", action="store_true", help="also time `critique tables --inference`")
     args = parser.parse_args()
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-tables-"))
+    caches = Path(tempfile.mkdtemp(prefix="bench-tables-cache-"))
     try:
         started = time.perf_counter()
         runs = generate_study(root, seed=args.seed)
         made = time.perf_counter() - started
         calls, calls_size = count(runs, "calls.jsonl")
         predictions, predictions_size = count(runs, "predictions.jsonl")
-        cmd = command(runs)
-        subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm the page cache
         if args.baseline:
             baseline_ready(args.baseline)
-        times = time_runs(runs, args.repeat, args.cores, args.baseline)
+        commands = contenders(runs, root, caches, args.baseline)
+        for contender in commands.values():  # warm the page cache and the bytecode; fill the cache
+            run_once(contender, args.cores)
+        times = time_turns(commands, args.repeat, args.cores)
+        cmd = commands["cache empty"].command
         shown = " ".join(cmd[:4]) + f" {root}/*  ({len(runs)} run directories)"
         print(f"machine:   {cpu_model()}, {os.cpu_count()} cores visible, timed on {args.cores}; "
               f"Python {platform.python_version()}")
         print(f"log set:   {len(runs)} runs, {calls:,} call records ({calls_size / 1e6:,.0f} MB), "
               f"{predictions:,} prediction records ({predictions_size / 1e6:,.0f} MB); generated in {made:.1f} s")
         print(f"command:   {shown}")
-        print(f"this tree: {summary(times[ROOT])} over {args.repeat} runs (fresh process each: start-up, imports, "
-              "reading every log, tables, markdown)")
+        print(f"pandas:    {summary(times['pandas'])}, {PANDAS.relative_to(ROOT)} {root} (Table 1 alone), in "
+              f"turns with the runs below over {args.repeat} runs (fresh process each)")
+        for name in ("cache empty", "cache filled"):
+            print(f"{name}: {summary(times[name])} (start-up, imports, {READS[name]}, every table, markdown); "
+                  f"ratio this / pandas: {ratios(times[name], times['pandas'])}")
         if args.baseline:
-            ratio = statistics.median(w for w, _ in times[ROOT]) / statistics.median(w for w, _ in times[args.baseline])
-            print(f"baseline:  {summary(times[args.baseline])}, {args.baseline} (runs taken in turns with this "
-                  f"tree's); median wall time ratio this / baseline: {ratio:.2f}")
+            print(f"baseline:  {summary(times['baseline'])}, {args.baseline}; ratio this (cache empty) / "
+                  f"baseline: {ratios(times['cache empty'], times['baseline'])}")
         if args.inference:
-            inferred = time_runs(runs, args.repeat, args.cores, None, "--inference")[ROOT]
+            inference = Contender(command(runs, ROOT, "--inference"), ROOT, caches / "filled")
+            inferred = time_turns({"inference": inference}, args.repeat, args.cores)["inference"]
             print(f"inference: {summary(inferred)} over {args.repeat} runs of `critique tables --inference` "
                   "(the same, with the item-level tables)")
-        print(f"phases:    {breakdown(runs)} (one more run, in this process)")
+        os.environ["CRITIQUE_CACHE_DIR"] = str(caches / "phases")
+        print(f"phases:    {breakdown(runs)} (one more run, in this process, its cache empty)")
         print(f"load:      {os.getloadavg()[0]:.2f} (1-minute load average; other work on the machine slows this)")
     finally:
+        shutil.rmtree(caches, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -225,7 +225,7 @@ class Learner:
             opened.append(run)
             if self.task is not None and (run.task != self.task or list(run.space) != list(self.answer_space or [])):
                 raise ValueError(f"{self.out} was fitted for another task or answer space; use another out folder")
-            run.memory, run.semantic = self.memory, self.semantic
+            run.use_memory(self.memory, self.semantic)
 
         async def go(run) -> None:
             vectors = run.encoder.encode([i.question for i in unique])
@@ -263,9 +263,8 @@ async def _predict_one(run, name: str, item: Item, vector) -> dict:
     """One question with one strategy; the logged record is reused when the prompt is the same."""
     found = run.performance_prompt(name, item, vector)
     if found is None:
-        outcome = {"answer": None, "gold": None, "correct": None, "parse_failed": False, "timeout": False,
-                   "error": "no semantic memory for this pool (the summary call failed, or an unknown user)"}
-        return run.record_prediction(STAGE, name, item, None, outcome, [])
+        return run.unanswered(STAGE, name, item, "no semantic memory for this pool (the summary call failed, or an "
+                                                 "unknown user)")
     prompt, examples = found
 
     def unlabeled(result, item) -> dict:  # no gold label: an unparseable reply is no answer, not a random one

@@ -9,6 +9,7 @@ import pytest
 from critique.analysis import frames, synthetic
 from critique.analysis.__main__ import main
 from critique.base import rundir
+from critique.experiments import probes  # noqa: F401  (declares the consistency probe's fields)
 
 
 def study(tmp_path, dataset_path=None):
@@ -125,7 +126,8 @@ def test_repeat_spread_over_seeds_and_consistency_repeats(tmp_path):
                             [synthetic.prediction("test", "zero_shot", f"t{i}", i < right) for i in range(4)])
     probe = synthetic.manifest("m", "d", probe={"name": "consistency", "repeats": 2, "split": "test"}, run_id="p")
     synthetic.write_run(tmp_path / "probe", probe, [], [
-        synthetic.prediction("probe", f"repeat-{r}", f"t{i}", i < r, repeat=r) for r in (1, 2) for i in range(4)])
+        synthetic.prediction("probe", f"repeat-{r}", f"t{i}", i < r, experiment="consistency", repeat=r)
+        for r in (1, 2) for i in range(4)])
     found = cells.from_logs(load([str(tmp_path)]))
     metas = frames.load([str(tmp_path)]).metas
     spread = {(r["model"], r["strategy"]): r for r in items.build(metas, tables.build(found), found).data["repeat_spread"]}

@@ -92,13 +92,22 @@ def test_missing_and_empty_files(tmp_path):
     assert columns(tmp_path / "empty.jsonl") == {f: [] for f in FIELDS}
 
 
-def test_tricky_lines_take_the_fast_path(tmp_path):
-    from critique.analysis.jsonl import _fast
+def test_a_nested_key_of_the_chosen_name_does_not_choose_a_record(tmp_path):
+    records = tricky_records()
+    records[0]["retrieved"] = [{"stage": "train_predict"}]  # the bytes a chosen line holds, one level down
+    path = write(tmp_path / "calls.jsonl", records)
+    where = ("stage", frozenset({"train_predict"}))
+    assert columns(path, where=where) == expected([records[1]])
+    assert columns(path, where=where) == columns(path, exact=True, where=where)
 
-    data = write(tmp_path / "calls.jsonl", tricky_records()).read_bytes()
-    fast = _fast(data, len(data), FIELDS)
-    assert fast is not None
-    assert by_field(fast) == expected(tricky_records())
+
+def test_a_last_field_that_few_or_no_records_have_reads_as_none(tmp_path):
+    records = [{k: v for k, v in r.items() if k != "score"} for r in tricky_records()] * 2
+    path = write(tmp_path / "none.jsonl", records)
+    assert columns(path) == expected(records)  # no record has it
+    records[-1]["score"] = 3
+    path = write(tmp_path / "one.jsonl", records)
+    assert columns(path) == expected(records)  # only the last one has it
 
 
 def test_invalid_bytes_and_escapes_do_not_break_the_reader(tmp_path):

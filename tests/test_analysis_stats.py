@@ -87,3 +87,32 @@ def test_a_dead_helper_falls_back_to_this_process():
         assert stats._helper is None  # given up, not asked again
     finally:
         stats.stop_helper()
+
+
+def test_the_numbers_are_scipy_statss():
+    """Student's t comes from scipy.special (what scipy.stats.t calls): the intervals and Spearman's rho and p
+    are scipy.stats's to the bit; the sign test, from whole binomial coefficients, agrees with binomtest."""
+    import random
+
+    import numpy as np
+    from scipy import stats as scipy_stats
+
+    from critique.analysis import stats
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(2, 30)
+        d = np.round(np.array([round(rng.gauss(0.5, 3), rng.choice([0, 2])) for _ in range(n)]), stats.TIE_DECIMALS)
+        mine = stats._paired_summary(list(d))
+        if d.std(ddof=1) > 0:
+            low, high = scipy_stats.t.interval(0.95, n - 1, loc=d.mean(), scale=scipy_stats.sem(d))
+            assert (mine["ci_low"], mine["ci_high"]) == (float(low), float(high))
+        if mine["wins"] + mine["losses"]:
+            reference = scipy_stats.binomtest(mine["wins"], mine["wins"] + mine["losses"]).pvalue
+            assert mine["p_sign"] == pytest.approx(reference, rel=1e-12)
+        x = [rng.choice([1.0, 2.0, rng.random()]) for _ in range(n + 1)]
+        y = [v * rng.random() + rng.choice([0, 1]) for v in x]
+        found = stats._spearman(x, y)
+        if found["rho"] is not None:
+            reference = scipy_stats.spearmanr(np.round(x, stats.TIE_DECIMALS), np.round(y, stats.TIE_DECIMALS))
+            assert (found["rho"], found["p"]) == (float(reference.statistic), float(reference.pvalue))

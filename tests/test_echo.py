@@ -12,6 +12,7 @@ import pytest
 from critique.analysis import echo, synthetic
 from critique.analysis.__main__ import main as analysis_main
 from critique.base import rundir
+from critique.experiments import verify  # noqa: F401  (declares a verifier's fields)
 
 from test_audit import entry, manifest, memory, pref_run, single_run
 
@@ -146,8 +147,8 @@ def verify_run(root: Path, source: Path, survives: dict) -> Path:
     head = manifest("m", "d", probe={"name": "verify", "verifier": "reorder", "source": str(source),
                                      "source_run_id": "plain"}, run_id=f"verify-{len(survives)}")
     head["dataset"]["answer_space"] = ["1", "2", "3", "4"]
-    records = [synthetic.prediction("probe", "reorder", key, True, verifier="reorder", checked_answer="1",
-                                    shown_answer="1", survives=ok) for key, ok in survives.items()]
+    records = [synthetic.prediction("probe", "reorder", key, True, experiment="verify", verifier="reorder",
+                                    checked_answer="1", shown_answer="1", survives=ok) for key, ok in survives.items()]
     return synthetic.write_run(root, head, [], synthetic.in_run(head, records))
 
 

@@ -237,15 +237,16 @@ def test_a_shared_call_is_cancelled_once_no_caller_awaits_it():
     asyncio.run(main_())
 
 
-def test_a_fresh_reply_never_answers_another_request(home, fake_llm):
-    """A fresh call (the consistency probe's repeats, the credit null control) is logged, but a later
-    request with its hash is answered by the first reply, in the run and on resume, never by the fresh one."""
+def test_a_repeated_reply_never_answers_another_request(home, fake_llm):
+    """A repetition (policy REPEAT: the consistency probe's repeats, the credit null control) is logged, but a
+    later request with its hash is answered by the first reply, in the run and on resume, never by the repeat."""
     import asyncio
 
     from critique.base.config import RunConfig
     from critique.datasets.registry import resolve
     from critique.engine import agents
     from critique.engine.pipeline import Run
+    from critique.engine.policy import REPEAT
     from critique.llm.client import LLM, llm_config
 
     config = RunConfig(dataset="mcr-gen", model="fake/model")
@@ -259,12 +260,12 @@ def test_a_fresh_reply_never_answers_another_request(home, fake_llm):
     r = opened()
     first = asyncio.run(r.call("test", None, "i", None, prompt, {}, "answer"))
     kept = r.logged[first.request_hash]
-    again = asyncio.run(r.call("test", None, "i", None, prompt, {}, "answer", fresh=True))
+    again = asyncio.run(r.call("test", None, "i", None, prompt, {}, "answer", REPEAT))
     assert again.request_hash == first.request_hash and r.logged[first.request_hash] is kept
     r.close(False)
     calls = rundir.read_jsonl(home / "f" / rundir.CALLS)
     assert len(calls) == 2
-    calls[1]["response"] = "a fresh repeat's other reply"
+    calls[1]["response"] = "a repeat's other reply"
     rundir.write_jsonl_atomic(home / "f" / rundir.CALLS, calls)
     resumed = opened()
     assert resumed.logged[first.request_hash]["response"] == first.text

@@ -158,7 +158,6 @@ def test_consistency_asks_the_model_every_time(home, fake_llm, capsys):
     assert "| 3 | 100.0 | 100.0 |" in printed  # the fake provider is deterministic
     manifest, calls, predictions = records(out)
     assert manifest["probe"] == {"name": "consistency", "repeats": 3, "split": "test"}
-    assert manifest["config"]["use_cache"] is False
     assert Counter(p["strategy"] for p in predictions) == {"repeat-1": 3, "repeat-2": 3, "repeat-3": 3}
     assert all(p["stage"] == "probe" and p["split"] == "test" for p in predictions)
     assert not any(c["cached"] for c in calls) and len({c["request_hash"] for c in calls}) == 3

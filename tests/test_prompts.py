@@ -85,12 +85,12 @@ def test_the_sets_hold_the_same_templates_and_differ_in_each():
     assert prompts.all_hashes() == prompts.all_hashes(RunConfig.prompts)
 
 
-def test_a_task_carries_its_set_and_a_plain_text_the_default():
+def test_a_task_carries_its_set_and_a_plain_text_is_refused():
     for prompt_set in PROMPT_SETS:
         made = agents.critic_prompt(prompts.Task("TASK-TEXT", prompt_set), ITEM, "1", "2")
         assert made.template_hash == prompts.template_hash("critic.j2", prompt_set)
-    plain = agents.critic_prompt("TASK-TEXT", ITEM, "1", "2")
-    assert plain.template_hash == prompts.template_hash("critic.j2", RunConfig.prompts)
+    with pytest.raises(TypeError, match="prompts.Task"):  # it names no set: never rendered in a default one
+        agents.critic_prompt("TASK-TEXT", ITEM, "1", "2")
     with pytest.raises(ValueError, match="unknown prompt set"):
         prompts.Task("TASK-TEXT", "nonesuch")
 

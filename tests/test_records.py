@@ -47,6 +47,8 @@ def test_a_real_run_matches_the_contract(home, fake_llm):
 
 
 def test_probe_runs_match_the_contract(home, fake_llm):
+    """A probe's own fields are written under its name (record["experiment"][probe], as it declared them) and
+    read by their names (records.flat: every reader), as older logs wrote them at the top level."""
     for argv in (["suggestibility"], ["consistency", "--repeats", "2"]):
         out = home / argv[0]
         assert main(["probe", *argv, "--dataset", "mcr-gen", "--model", "fake/m", "--limit", "2",
@@ -55,11 +57,32 @@ def test_probe_runs_match_the_contract(home, fake_llm):
         validate("manifest", data["manifest"])
         for call in data["calls"]:
             validate("call", call)
-        probe_fields = set()
-        for prediction in data["predictions"]:
+        own = {"argued", "followed"} if argv[0] == "suggestibility" else {"split", "repeat"}
+        written = [json.loads(line) for line in (out / rundir.PREDICTIONS).read_text(encoding="utf-8").splitlines()]
+        for prediction in written:
             validate("prediction", prediction)
-            probe_fields |= set(prediction)
-        assert ({"argued", "followed"} if argv[0] == "suggestibility" else {"split", "repeat"}) <= probe_fields
+        probed = [p for p in written if p["stage"] == "probe"]  # not its zero-shot answers (probe_predict)
+        assert probed and all(set(p["experiment"]) == {argv[0]} and own <= set(p["experiment"][argv[0]])
+                              and not own & set(p) for p in probed)
+        read = [p for p in data["predictions"] if p["stage"] == "probe"]
+        assert len(read) == len(probed) and all(own <= set(p) and "experiment" not in p for p in read)
+
+
+def test_an_experiment_field_is_declared_by_its_experiment():
+    """Writing a field that no experiment declared, or one under an experiment that declared none, fails at
+    once; a declared field that is a prediction field already is refused."""
+    import critique.experiments.probes  # noqa: F401  (declares the suggestibility probe's fields)
+
+    base = synthetic.prediction("probe", "truth", "t0", True)
+    records.make("prediction", **records.split("suggestibility", {**base, "argued": "A"}))
+    with pytest.raises(ValueError, match="unknown bogus"):
+        records.make("prediction", **records.split("suggestibility", {**base, "bogus": 1}))
+    with pytest.raises(ValueError, match="declares no fields"):
+        records.make("prediction", **records.split("nobody", {**base, "argued": "A"}))
+    with pytest.raises(ValueError, match="already a prediction field"):
+        records.declare("clash", (records.Field("answer", "string", "a clash"),))
+    flat = records.flat(records.split("suggestibility", {**base, "argued": "A"}))
+    assert flat == {**base, "argued": "A"}
 
 
 def test_synthetic_records_match_the_contract(tmp_path):
@@ -108,7 +131,13 @@ def test_the_config_definition_is_run_config():
     assert defined == {f.name for f in fields(RunConfig)}
 
 
-@pytest.mark.parametrize("kind", list(records.KINDS))
+def _experiments() -> list[str]:
+    from critique.experiments import credit, credit_prune, overturn, probes, verify  # noqa: F401  (they declare)
+
+    return [f"experiment {name}" for name in sorted(records.EXPERIMENTS)]
+
+
+@pytest.mark.parametrize("kind", list(records.KINDS) + _experiments())
 def test_the_document_holds_each_generated_table(kind):
     assert records.markdown_table(kind) in DOC.read_text(encoding="utf-8"), \
         f"docs/run-directory.md is out of date: paste records.markdown_table({kind!r})"

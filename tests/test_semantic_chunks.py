@@ -17,7 +17,8 @@ import pytest
 
 from critique.base import rundir
 from critique.cli import main
-from critique.engine import parsing
+from critique.base.config import RunConfig
+from critique.engine import parsing, prompts
 from critique.engine.memory import semantic
 from critique.llm import bounds, context
 from critique.llm.client import LLMResult
@@ -173,7 +174,8 @@ def distil(entries, budget, fail=None):
         return LLMResult(json.dumps({"advice": [f"advice {level}.{chunk}"]}), request_hash=f"h{level}.{chunk}")
 
     count = lambda messages: sum(len(m["content"].split()) for m in messages)  # noqa: E731
-    return asyncio.run(semantic.Distiller("a task", call, count, budget).distil(entries)), asked
+    task = prompts.Task("a task", RunConfig.prompts)
+    return asyncio.run(semantic.Distiller(task, call, count, budget).distil(entries)), asked
 
 
 def test_a_critique_too_long_for_any_prompt_is_cut_visibly_and_named():

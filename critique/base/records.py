@@ -7,21 +7,14 @@ field, so a writer cannot drift from the contract without failing at once.
 
 Types are JSON Schema type names; ``"string|null"`` allows null. ``analysis=True`` marks
 the fields the analysis (``critique.analysis``) reads; ``required=False`` marks a field only
-some records carry (probe predictions, declared extensions).
+some records carry (declared extensions). The manifest's fields are critique.base.manifest_fields'; an
+experiment's own prediction fields are declared where the experiment is written (``declare``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: str
-    meaning: str
-    analysis: bool = False
-    required: bool = True
+from critique.base.field import Field
+from critique.base.manifest_fields import CONFIG, DATASET, MANIFEST
 
 
 def _shared(what: str) -> tuple[Field, ...]:
@@ -103,51 +96,10 @@ PREDICTION = (
     Field("context_overflow", "boolean", "the prompt did not fit the model's context window, so it was not answered "
           "(answer null, correct false, not a parse failure, not an error); absent in logs written before it "
           "existed: false", analysis=True, required=False),
-    # suggestibility probe (stage probe, strategy truth / lying)
-    Field("argued", "string", "suggestibility: the label the critic was told to argue for", required=False),
-    Field("attribution", "string|null", "suggestibility: who the critique is said to come from "
-          "(null, user, self, other:MODEL)", required=False),
-    Field("initial_answer", "string", "suggestibility: the zero-shot answer that was critiqued", required=False),
-    Field("followed", "boolean", "suggestibility: the new answer is the argued label", required=False),
-    Field("critique_parse_failed", "boolean", "suggestibility: the critique reply was not valid", required=False),
-    Field("critique_timeout", "boolean", "suggestibility: the critique call hit the token limit", required=False),
-    Field("critique_request_hash", "string", "suggestibility: request_hash of the critique call", required=False),
-    Field("delivered", "boolean", "suggestibility: the critique asserts the label it was told to argue (strict "
-          "check of its correct_answer, critique.base.assertion); false when it asserts another label, none, or did "
-          "not parse (a lying critique that asserts the true label was not delivered); absent in older logs: not "
-          "checked", analysis=True, required=False),
-    Field("critique_asserted", "string|null", "suggestibility: the label the critique's correct_answer asserts as "
-          "the answer (strict check); null when it names none or did not parse", required=False),
-    # verifier runs (critique verify: stage probe, strategy the verifier)
-    Field("verifier", "string", "verify: the verifier (reorder: the options permuted)", required=False),
-    Field("checked_answer", "string", "verify: the memory entry's initial answer, the one its verdict is about",
-          required=False),
-    Field("shown_answer", "string|null", "verify reorder: the label answered in the permuted question (answer is it "
-          "mapped back to the original labels); null when none", required=False),
-    Field("survives", "boolean", "verify: the checked answer survived the check (reorder: the permuted question got "
-          "it again); false means the entry is flagged (a reply with no valid answer is flagged)", analysis=True,
-          required=False),
-    Field("samples", "array", "verify sample:N: the N sampled answers (null where a sample had no valid answer); "
-          "answer is the most frequent valid one", required=False),
-    Field("judge_verdict", "string|null", "verify judge:MODEL: the judge's verdict on the checked answer, right or "
-          "wrong (answer is the answer it believes); null when its reply did not parse", required=False),
-    # overturn probe (stage probe, strategy false, false+true, true+false, each with @provenance)
-    Field("notes", "array", "overturn: the critiques in the prompt, in order: truth or lying", required=False),
-    Field("provenance", "boolean", "overturn: each critique was shown with where it came from and how confident",
-          required=False),
-    # consistency probe (stage probe, strategy repeat-N)
-    Field("split", "string", "consistency: the split repeated (test or train)", required=False),
-    Field("repeat", "integer", "consistency: the repeat's number, from 1", required=False),
-    # credit: the deletion test (stage credit, strategy full or without:ENTRY_ID; stage credit_null)
-    Field("removed", "string|null", "credit: the episodic entry left out of the prompt (strategy without:ID); "
-          "null for the full prompt and the null control", required=False),
-    Field("cited", "array|null", "credit --cite: ids of the prompt's entries the answer says it used; null when "
-          "not asked or the reply named none validly", required=False),
-    Field("nearest_other", "number|null", "credit: the removed entry's greatest similarity (cosine of question "
-          "embeddings) to another entry of the same prompt; null when it was alone", required=False),
-    Field("nearest_other_id", "string|null", "credit: that other entry's id", required=False),
-    Field("pruned", "integer", "credit_prune: the number of entries the rule (strategy STRATEGY|RULE) removed "
-          "from memory", required=False),
+    Field("experiment", "object", "an experiment's own fields, under the experiment's name: {NAME: {field: value}}, "
+          "NAME the run's probe (suggestibility, consistency, verify, overturn, credit, credit_prune); each "
+          "experiment declares its fields (EXPERIMENTS; the tables below this one); absent for the study's own "
+          "stages. Older logs have these fields at the top level: readers lift them there (flat)", required=False),
 )
 
 MEMORY_ENTRY = (
@@ -215,108 +167,6 @@ SEMANTIC = (
           "request_hash (null: a single list passed up without a call), timeout, error}", required=False),
 )
 
-MANIFEST = (
-    Field("log_version", "integer", "version of this contract (1)", analysis=True),
-    Field("run_id", "string", "the run's id"),
-    Field("status", "string", "running; complete once every stage finished; errors once every stage finished but "
-          "some call or prediction ended in an error not redone since (running it again retries them; a study takes "
-          "it for not done)", analysis=True),
-    Field("started", "string", "when the run first started, UTC (the later of two runs of one experiment wins)",
-          analysis=True),
-    Field("finished", "string|null", "when it completed; null while running or after a crash"),
-    Field("errors", "object", "{calls, predictions}: how many ended in an error not redone since, when the run last "
-          "finished; absent in older logs and while running", required=False),
-    Field("resumed", "string|null", "when it was last resumed; null if never"),
-    Field("config", "object", "the run's settings (table config below)", analysis=True),
-    Field("probe", "object|null", "{name: suggestibility, attribution}, {name: consistency, repeats, split} or "
-          "{name: verify, verifier, source, source_run_id} (critique verify: source is the run checked), {name: deinflate, "
-          "mode, demote, verifier, seed, demoted, source, source_run_id, verify_run} (critique deinflate), {name: "
-          "overturn} (critique probe overturn); null for "
-          "a plain run", analysis=True),
-    Field("ablation", "object|null", "{name: k | parts | train_size | gate, value}; null when none", analysis=True),
-    Field("dataset", "object", "the data (table dataset below)", analysis=True),
-    Field("templates", "object", "template file name -> sha256 of every prompt template of the run's set "
-          "(config.prompts)", analysis=True),
-    Field("versions", "object", "package name -> installed version (null when absent)"),
-    Field("local_model", "object|null", "the embedded model's weights and bounds; null for other models"),
-    Field("learner", "boolean", "written by critique.Learner.fit: a fit's folder, not a study run (the tables leave "
-          "it out)", required=False, analysis=True),
-    Field("deployments", "array", "several endpoints: [{model, api_base}]", required=False),
-    Field("routing_strategy", "string", "several endpoints: the router's strategy", required=False),
-    Field("ep_label", "string", "what EP_LABEL shows as each example's label: gold (the gold label), noisy (the "
-          "labels the critic was shown, a fraction flipped), believed (--critic self: the critic's believed answer; "
-          "there is no label), budget (the gold label for the --label-budget's items, the believed answer for the "
-          "others); absent in older logs: gold", analysis=True, required=False),
-    Field("dropped_params", "object", "model -> the request parameters litellm drops for it because the provider "
-          "does not support them as sent (drop_params; e.g. seed for anthropic, temperature 0 for o-series "
-          "models), each deployment's model with several; [] when none; absent in older logs (not checked)",
-          required=False),
-)
-
-CONFIG = (
-    Field("dataset", "string", "the dataset's name"),
-    Field("model", "string", "the model (litellm name)", analysis=True),
-    Field("strategies", "array", "the test strategies run (grows when a run adds strategies)"),
-    Field("k", "integer", "episodic examples per prompt", analysis=True),
-    Field("parts", "string", "critique fields shown in examples: full, local or global", analysis=True),
-    Field("limit", "integer|null", "items per split kept; null for all", analysis=True),
-    Field("seed", "integer", "seed of every random choice", analysis=True),
-    Field("max_tokens", "integer", "output token limit per call", analysis=True),
-    Field("temperature", "number", "sampling temperature", analysis=True),
-    Field("reasoning_effort", "string|null", "low, medium, high, or none (--reasoning-effort none: none sent); "
-          "without --reasoning-effort, medium for a model litellm knows as a reasoning model (supports_reasoning), "
-          "else null (none sent)", analysis=True),
-    Field("api_base", "string|null", "the endpoint, when not the provider's default"),
-    Field("concurrency", "integer", "calls in flight"),
-    Field("encoder", "string", "the sentence encoder of retrieval", analysis=True),
-    Field("use_cache", "boolean", "the response cache was used"),
-    Field("data_dir", "string|null", "where datasets were read from"),
-    Field("cache_dir", "string|null", "where the response cache lives"),
-    Field("cache_size_gb", "number", "the response cache's size limit in GB (older entries evicted past it); absent "
-          "in older logs", required=False),
-    Field("timeout", "number", "seconds per attempt at a call"),
-    Field("num_retries", "integer", "retries per call"),
-    Field("train_fraction", "number|null", "train-size ablation: the share of train kept", analysis=True),
-    Field("endpoint_id", "string|null", "the name the endpoint's responses are cached under (null: its URL)",
-          required=False),
-    Field("call_processes", "integer", "worker processes that made the calls (0: the run's own)", required=False),
-    Field("context_tokens", "integer|null", "--context-tokens: the model's context window as the user gave it (null: "
-          "the embedded model's n_ctx, else litellm's max_input_tokens, else unknown)", required=False),
-    Field("prompts", "string", "the prompt set, a folder prompts/<set>/: paper or compact (absent: written before "
-          "the setting existed, compact)", analysis=True, required=False),
-    Field("on_mismatch", "string", "--on-mismatch: what enters episodic memory when a critique's assertion "
-          "does not name the label the critic was shown: keep (flagged, as the paper), drop "
-          "(memory/dropped.jsonl) or recritique (asked once more); absent in older logs: keep", analysis=True,
-          required=False),
-    Field("gate", "number|null", "--gate: only entries whose similarity to the question is at least this enter an "
-          "episodic prompt; a prompt left with none is the memory-free one (zero_shot's; SEM_CRIT's for "
-          "EP+SEM_CRIT); null (absent in older logs): no gate", analysis=True, required=False),
-    Field("inject_budget", "integer|null", "--inject-budget: at most this many tokens of episodic examples per "
-          "prompt, nearest first; null (absent in older logs): no limit", analysis=True, required=False),
-    Field("retrieval", "string", "--retrieval: nearest (the K nearest entries) or contrast (pairs of a right and "
-          "a wrong initial answer to similar questions); absent in older logs: nearest", analysis=True,
-          required=False),
-    Field("critic", "string", "--critic: what the critic saw of each train label: gold, noisy:R (a seeded fraction R "
-          "flipped; noisy:0 is written gold) or self (none); absent in older logs: gold", analysis=True,
-          required=False),
-    Field("label_budget", "number|null", "--label-budget (with --critic self): the nested seeded fraction of train "
-          "items whose gold label the critic saw; null: none (absent in older logs: null)", analysis=True,
-          required=False),
-    Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "
-          "reasoning model (the analysis also detects reasoning_tokens > 0)", analysis=True, required=False),
-)
-
-DATASET = (
-    Field("name", "string", "the dataset's name", analysis=True),
-    Field("path", "string", "where it was read from"),
-    Field("checksum", "string", "sha256 of its files", analysis=True),
-    Field("kind", "string", "single (one pool) or preference (one pool per user)", analysis=True),
-    Field("answer_space", "array", "the valid answers"),
-    Field("users", "array", "the users (preference data)"),
-    Field("n_train", "integer", "train items used"),
-    Field("n_test", "integer", "test items used"),
-)
-
 KINDS = {"call": CALL, "prediction": PREDICTION, "memory_entry": MEMORY_ENTRY, "semantic": SEMANTIC,
          "manifest": MANIFEST, "config": CONFIG, "dataset": DATASET}
 _NESTED = {("manifest", "config"): "config", ("manifest", "dataset"): "dataset"}
@@ -329,16 +179,71 @@ def fields(kind: str) -> tuple[Field, ...]:
         raise ValueError(f"unknown record kind {kind!r}; known: {', '.join(KINDS)}") from None
 
 
-def check(kind: str, record: dict) -> dict:
-    """``record`` itself; ValueError when it lacks a required field or has an unknown one."""
-    defined = fields(kind)
+# ---- experiments' own fields ------------------------------------------------------------------------------
+# experiment (the run's probe name) -> the prediction fields it writes under record["experiment"][name]; each
+# experiment declares its own (``declare``) where it is written, so that a new experiment adds fields without
+# touching the prediction record
+EXPERIMENTS: dict[str, tuple[Field, ...]] = {}
+
+
+def declare(experiment: str, own: tuple[Field, ...]) -> tuple[Field, ...]:
+    """Declare the fields of ``experiment``'s predictions (its namespace); returns them."""
+    base = {f.name for f in PREDICTION}
+    clash = sorted(f.name for f in own if f.name in base)
+    if clash:
+        raise ValueError(f"experiment {experiment!r}: {', '.join(clash)} already a prediction field")
+    EXPERIMENTS[experiment] = tuple(own)
+    return EXPERIMENTS[experiment]
+
+
+def split(experiment: str | None, values: dict) -> dict:
+    """A prediction's fields with those that are not the prediction record's own moved under
+    ``experiment`` (the writer's side of ``flat``)."""
+    base = {f.name for f in PREDICTION}
+    own = {k: v for k, v in values.items() if k not in base}
+    if not own:
+        return values
+    kept = {k: v for k, v in values.items() if k in base}
+    return {**kept, "experiment": {experiment or "": own}}
+
+
+def flat(record: dict) -> dict:
+    """A prediction record with its experiment's fields at the top level, as older logs wrote them (the readers'
+    view: every experiment field is read by its name alone)."""
+    nested = record.get("experiment")
+    if not isinstance(nested, dict):
+        return record
+    out = {k: v for k, v in record.items() if k != "experiment"}
+    for own in nested.values():
+        out.update(own)
+    return out
+
+
+def _problems(defined: tuple[Field, ...], record: dict) -> list[str]:
     names = {f.name for f in defined}
     missing = [f.name for f in defined if f.required and f.name not in record]
     unknown = sorted(set(record) - names)
-    if missing or unknown:
-        raise ValueError(f"{kind} record: " + "; ".join(
-            part for part in (missing and f"missing {', '.join(missing)}",
-                              unknown and f"unknown {', '.join(unknown)}") if part))
+    return [part for part in (missing and f"missing {', '.join(missing)}",
+                              unknown and f"unknown {', '.join(unknown)}") if part]
+
+
+def _experiment_problems(nested) -> list[str]:
+    if not isinstance(nested, dict) or len(nested) != 1:
+        return ["experiment: one {NAME: {fields}} object expected"]
+    (name, own), = nested.items()
+    if name not in EXPERIMENTS:
+        return [f"experiment {name!r} declares no fields (critique.base.records.declare)"]
+    return [f"experiment {name}: {part}" for part in _problems(EXPERIMENTS[name], own)]
+
+
+def check(kind: str, record: dict) -> dict:
+    """``record`` itself; ValueError when it lacks a required field or has an unknown one (a prediction's
+    experiment fields: those its experiment declared)."""
+    problems = _problems(fields(kind), record)
+    if kind == "prediction" and "experiment" in record:
+        problems += _experiment_problems(record["experiment"])
+    if problems:
+        raise ValueError(f"{kind} record: " + "; ".join(problems))
     return record
 
 
@@ -358,6 +263,9 @@ def json_schema(kind: str, nested: bool = True) -> dict:
     for f in fields(kind):
         sub = _NESTED.get((kind, f.name))
         props[f.name] = json_schema(sub, nested=False) if sub else {**_type(f.type), "description": f.meaning}
+    if kind == "prediction":
+        props["experiment"] = {**props["experiment"], "additionalProperties": False, "maxProperties": 1,
+                               "properties": {name: _experiment_schema(name) for name in sorted(EXPERIMENTS)}}
     schema = {"type": "object", "properties": props,
               "required": [f.name for f in fields(kind) if f.required], "additionalProperties": False}
     if nested:
@@ -366,10 +274,19 @@ def json_schema(kind: str, nested: bool = True) -> dict:
     return schema
 
 
+def _experiment_schema(name: str) -> dict:
+    """The JSON Schema of experiment ``name``'s own fields (as declared)."""
+    own = EXPERIMENTS[name]
+    return {"type": "object", "additionalProperties": False, "required": [f.name for f in own if f.required],
+            "properties": {f.name: {**_type(f.type), "description": f.meaning} for f in own}}
+
+
 def markdown_table(kind: str) -> str:
-    """The fields of ``kind`` as a Markdown table (docs/run-directory.md holds each one)."""
+    """The fields of ``kind`` (a record kind, or ``experiment NAME``: a declared experiment's own fields) as a
+    Markdown table (docs/run-directory.md holds each one)."""
     rows = ["| field | type | required | analysis | meaning |", "|---|---|---|---|---|"]
-    for f in fields(kind):
+    defined = EXPERIMENTS[kind.split(" ", 1)[1]] if kind.startswith("experiment ") else fields(kind)
+    for f in defined:
         rows.append(f"| `{f.name}` | {f.type} | {'yes' if f.required else 'no'} | "
                     f"{'yes' if f.analysis else ''} | {f.meaning} |")
     return "\n".join(rows)

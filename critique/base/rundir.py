@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 
 from critique.base.errors import RunError
+from critique.base.records import flat
 
 LOG_VERSION = 1
 _write = os.write  # the one system call that appends (a test injects a full disk here)
@@ -144,7 +145,8 @@ def append_jsonl(path: Path, record: dict) -> None:
 
 
 def read_jsonl(path: str | Path, problems: list[str] | None = None) -> list[dict]:
-    """Every whole record of a JSON-lines file; a cut or broken line is skipped and reported."""
+    """Every whole record of a JSON-lines file (a prediction with its experiment's fields at the top level:
+    records.flat); a cut or broken line is skipped and reported."""
     path = Path(path)
     if not path.exists():
         return []
@@ -154,7 +156,7 @@ def read_jsonl(path: str | Path, problems: list[str] | None = None) -> list[dict
             if not line.strip():
                 continue
             try:
-                records.append(json.loads(line))
+                records.append(flat(json.loads(line)))
             except json.JSONDecodeError:
                 if problems is not None:
                     problems.append(f"{path}:{number}: unreadable line skipped (cut by a crash?)")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.base import rundir
 from critique.cli.options import add_run_options, config_from_args
 
 
@@ -25,7 +24,7 @@ def main(args) -> int:
     config = config_from_args(args)
     out = Path(args.out) if args.out else default_out(config)
     outcome, _ = execute_run(config, out, progress=not args.quiet, setup=say_cost)
-    print_table(out, rundir.read_manifest(out))
+    print_table(out)
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
     return report_errors([out])
 

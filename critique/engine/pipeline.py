@@ -26,6 +26,7 @@ from critique.engine.run_directory import RunDirectory, now, pkey  # noqa: F401 
 from critique.base.vocab import CRITIQUE, SUMMARY, TRAIN
 from critique.engine.methods import method, needed_stages, prompt_order
 from critique.engine.strategies import TRAIN_STAGES
+from critique.engine.policy import SHARED, Policy
 
 
 class Run(RunDirectory):
@@ -52,24 +53,22 @@ class Run(RunDirectory):
         self.labels: EpisodicMemory | None = None  # every train item with its gold label: EP_LABEL's examples
         self.semantic: dict[str, dict] = {}
         self.reuse: dict[str, dict] = {}  # request hash -> call record of a matching run (logged as cached)
-        # stages whose calls are an independent trial: never answered by a matching run (reuse) nor by the
-        # response cache, only by this run's own log (resume); the parts ablation's test stage
-        self.fresh_stages: frozenset[str] = frozenset()
         self._pending: dict[str, list] = {}  # request hash -> [the call of that request in flight, its callers]
 
     # ---- logged calls ---------------------------------------------------------------
     async def call(self, stage: str, strategy: str | None, item_id: str | None, user: str | None,
-                   prompt: agents.Prompt, schema: dict, name: str, fresh: bool = False,
-                   extra: dict | None = None, seed: int | None = None) -> LLMResult:
-        """``fresh``: always ask the model (a repeated request of the consistency probe); ``extra``:
-        more fields of the call record (a summary call's level and chunk); ``seed``: the request's own seed
-        (default: the run's), so that samples of one prompt are distinct requests. A prompt that does not
-        fit the model's context is not sent: its result and record say ``context_overflow``."""
-        key = self.llm.request_hash(self.llm.request(prompt.messages, schema, name, seed))
-        if key in self.logged and not fresh:
+                   prompt: agents.Prompt, schema: dict, name: str, policy: Policy = SHARED,
+                   extra: dict | None = None) -> LLMResult:
+        """One logged call: the request, its hash (computed here, once), its answer as ``policy`` allows it
+        (critique.engine.policy: this run's log, a matching run, the response cache, the model) and its call
+        record; ``extra``: more fields of the call record (a summary call's level and chunk). A prompt that does
+        not fit the model's context is not sent: its result and record say ``context_overflow``."""
+        request = self.llm.request(prompt.messages, schema, name, policy.seed)
+        key = self.llm.request_hash(request)
+        if policy.log and key in self.logged:
             return _logged_result(self.logged[key])
-        sending = self._send(key, stage, strategy, item_id, user, prompt, schema, name, fresh, extra, seed)
-        if fresh:
+        sending = self._send(request, key, stage, strategy, item_id, user, prompt, policy, extra)
+        if not policy.log:
             return await sending
         if key in self._pending:  # the same request in flight (a gated-empty prompt is zero_shot's): its answer, as
             sending.close()  # when logged: no second call, no second record (its record: the first caller's strategy)
@@ -85,22 +84,19 @@ class Run(RunDirectory):
             if not pending[1]:
                 pending[0].cancel()  # nothing when it is done
 
-    async def _send(self, key: str, stage: str, strategy: str | None, item_id: str | None, user: str | None,
-                    prompt: agents.Prompt, schema: dict, name: str, fresh: bool, extra: dict | None,
-                    seed: int | None) -> LLMResult:
-        independent = fresh or stage in self.fresh_stages
-        if key in self.reuse and not independent and not self.llm.overflows(prompt.messages):
+    async def _send(self, request: dict, key: str, stage: str, strategy: str | None, item_id: str | None,
+                    user: str | None, prompt: agents.Prompt, policy: Policy, extra: dict | None) -> LLMResult:
+        if policy.shared and key in self.reuse and not self.llm.overflows(prompt.messages):
             result = _logged_result(self.reuse[key], latency_s=0.0, cached=True, retries=0)  # logged as cached
         else:
-            result = await self.llm.complete(prompt.messages, schema, name, cache=stage not in self.fresh_stages,
-                                             seed=seed)
+            result = await self.llm.send(request, key, cache=policy.shared)
         record = records.make(
             "call", run_id=self.run_id, stage=stage, strategy=strategy, item_id=item_id, user=user,
             model=self.config.model, **{k: v for k, v in asdict(result).items() if k != "text"},
             response=result.text, template=prompt.template, template_hash=prompt.template_hash,
             messages=prompt.messages, time=now(), probe=self.probe, ablation=self.ablation, **(extra or {}))
         rundir.append_jsonl(self.out / rundir.CALLS, record)
-        if result.error is None and not fresh:  # a fresh reply never answers another request of that hash
+        if result.error is None and policy.log:  # a repetition's reply never answers another request of that hash
             self.logged[key] = record
         self.note_call(key, result.error)
         return result
@@ -115,30 +111,42 @@ class Run(RunDirectory):
                              "prompt_tokens": result.prompt_tokens if result else 0,
                              "completion_tokens": result.completion_tokens if result else 0,
                              "reasoning_tokens": result.reasoning_tokens if result else 0,
-                             "probe": self.probe, "ablation": self.ablation, **(extra or {})})
+                             "probe": self.probe, "ablation": self.ablation,
+                             **records.split((self.probe or {}).get("name"), extra or {})})
         rundir.append_jsonl(self.out / rundir.PREDICTIONS, record)
+        record = records.flat(record)  # as a reader sees it: the experiment's fields by their names
         key = pkey(stage, strategy, item.user, item.id)
         if not record.get("error"):
             self.predictions[key] = record
         self.note_prediction(key, record.get("error"))
         return record
 
+    def unanswered(self, stage: str, strategy: str | None, item: Item, error: str | None, extra: dict | None = None,
+                   *, answer: str | None = None, context_overflow: bool = False) -> dict:
+        """The prediction record of a question that was not asked (the memory it needs is missing, a call before
+        it failed or did not fit): no answer (or ``answer``), wrong when there is a gold label, and ``error``,
+        which a rerun redoes (None: not an error, as a prompt that did not fit)."""
+        labelled = bool(item.answer)
+        outcome = {"answer": answer, "gold": item.answer if labelled else None, "correct": False if labelled else None,
+                   "parse_failed": False, "timeout": False, "error": error, "context_overflow": context_overflow}
+        return self.record_prediction(stage, strategy, item, None, outcome, [], extra)
+
     async def answer(self, stage: str, strategy: str | None, item: Item, prompt: agents.Prompt, *, seed: tuple,
                      retrieved: list[str] = (), extra=None, judge=None, keep_same: bool = False,
-                     fresh: bool = False, schema: dict | None = None, from_reply=None) -> dict:
-        """The performance agent on one item: call, parse, outcome, prediction record (returned): the one
-        step of the stages, probes and experiments that ask for an answer (verify's samples and judge
-        still call and record themselves).
+                     policy: Policy = SHARED, schema: dict | None = None, name: str = "answer",
+                     from_reply=None) -> dict:
+        """The one step of the stages, probes and experiments that ask a question: call (``Run.call``), judge,
+        prediction record (returned).
 
         ``seed``: what seeds the random wrong option of a parse failure; ``judge(result, item)``
         makes the outcome (default: parsed against the gold label, wrong unless right);
         ``extra``: more fields of the record, or a function of the outcome that gives them;
         ``from_reply(result)``: more fields read from the reply (credit's cited examples);
-        ``schema``: the reply's schema when it asks for more than the answer (default: the dataset's);
+        ``schema`` and ``name``: the reply's schema when it asks for more than the answer (default: the dataset's);
         ``keep_same``: a prediction already logged for this very request is returned as it is;
-        ``fresh``: always ask the model (see ``call``)."""
+        ``policy``: where the answer may come from (critique.engine.policy)."""
         result = await self.call(stage, strategy, item.id, item.user, prompt,
-                                 schema or self.dataset.card.response_schema, "answer", fresh=fresh)
+                                 schema or self.dataset.card.response_schema, name, policy)
         if keep_same:
             old = self.predictions.get(pkey(stage, strategy, item.user, item.id))
             if old is not None and old["request_hash"] == result.request_hash:
@@ -210,6 +218,11 @@ class Run(RunDirectory):
         self.memory.save(self.out / rundir.MEMORY)
         self.labels = self._label_pool(vectors)
 
+    def use_memory(self, episodic: EpisodicMemory, pools: dict[str, dict]) -> None:
+        """Answer from this memory (episodic, and the semantic memory of each pool), made elsewhere: a fitted
+        Learner's, or a source run's demoted by a de-inflation arm."""
+        self.memory, self.semantic = episodic, pools
+
     def label_entry(self, item: Item, label: str | None = None) -> dict:
         """A train item as EP_LABEL shows it: question, initial answer, its label (default: the gold)."""
         return {"id": entry_id(item), "item_id": item.id, "user": item.user, "question": item.question,
@@ -257,7 +270,9 @@ class Run(RunDirectory):
         semantic.save(self.out / rundir.MEMORY, dict(sorted(self.semantic.items())))
 
     # ---- test stage -----------------------------------------------------------------
-    async def test_stage(self) -> None:
+    async def test_stage(self, policy: Policy = SHARED) -> None:
+        """Each strategy on every test question; ``policy``: where the answers may come from (an ablation whose
+        test stage is an independent trial: critique.engine.policy.INDEPENDENT)."""
         vectors = dict(zip((entry_id(i) for i in self.dataset.test),
                            self.encoder.encode([i.question for i in self.dataset.test])))
         # Question by question, in PREFIX_ORDER: a local model reuses the shared prompt prefix
@@ -265,7 +280,7 @@ class Run(RunDirectory):
         order = prompt_order(self.config.strategies)
         todo = [(name, i) for i in self.dataset.test for name in order
                 if pkey("test", name, i.user, i.id) not in self.predictions]
-        await self.each(todo, lambda pair: self._test_one(pair[0], pair[1], vectors[entry_id(pair[1])]),
+        await self.each(todo, lambda pair: self._test_one(pair[0], pair[1], vectors[entry_id(pair[1])], policy),
                         f"test ({', '.join(order)})")
 
     def performance_prompt(self, name: str, item: Item, vector, exclude: str | None = None):
@@ -274,17 +289,15 @@ class Run(RunDirectory):
         pool and there is none. See critique.engine.performance (the entries: a Retrieved, with scores)."""
         return performance.performance_prompt(self, name, item, vector, exclude)
 
-    async def _test_one(self, name: str, item: Item, vector) -> None:
+    async def _test_one(self, name: str, item: Item, vector, policy: Policy) -> None:
         found = method(name).prompt(self, item, vector, item.id)
         if found is None:
-            outcome = {"answer": parsing.wrong_answer(item.answer, self.space, item.user, item.id, name),
-                       "gold": item.answer, "correct": False, "parse_failed": False, "timeout": False,
-                       "error": self._no_memory(item)}
-            self.record_prediction("test", name, item, None, outcome, [])
+            wrong = parsing.wrong_answer(item.answer, self.space, item.user, item.id, name)
+            self.unanswered("test", name, item, self._no_memory(item), answer=wrong)
             return
         prompt, examples = found
         await self.answer("test", name, item, prompt, seed=(name,), retrieved=[e["id"] for e in examples],
-                          extra=selection.logged(examples))
+                          extra=selection.logged(examples), policy=policy)
 
     def _no_memory(self, item: Item) -> str:
         """Why a strategy that needs the pool's advice has none: the summary's own error (a failed call, which a

@@ -4,8 +4,7 @@ A prompt set is a folder of templates with the same names (critique.base.config.
 `paper` follows the study's prompts, `compact` is shaped for prompt-prefix reuse. A run renders
 every prompt from the set of its config (``RunConfig.prompts``): the agents get the dataset's
 task text as a ``Task``, which carries the set, so that every prompt of a run (the pipeline's,
-the probes', the summary's) comes from that one set. A plain ``str`` task means RunConfig's
-default set.
+the probes', the summary's) comes from that one set. A plain ``str`` task is refused: it names no set.
 """
 
 from __future__ import annotations
@@ -42,8 +41,12 @@ def check_set(prompt_set: str) -> str:
 
 
 def set_of(task) -> str:
-    """The prompt set a task text is to be rendered in (RunConfig's default for a plain str)."""
-    return task.prompt_set if isinstance(task, Task) else RunConfig.prompts
+    """The prompt set a task text is to be rendered in: a Task's own (a plain str names none, and is refused
+    rather than rendered in a set the run did not choose)."""
+    if not isinstance(task, Task):
+        raise TypeError("a prompt's task must be a prompts.Task (its text and its prompt set), "
+                        f"not {type(task).__name__}")
+    return task.prompt_set
 
 
 def prompts_root() -> Path:

@@ -1,27 +1,21 @@
 """Per-strategy rows of one run directory that the ablation summaries are made of, and the errors a command
-reports when it ends. The table `critique run` prints is Table 1's cells of its run (analysis.run_table)."""
+reports when it ends. Accuracy and tokens per question are defined once, in the analysis (analysis.cells):
+these rows are Table 1's cells of the run (analysis.run_table), as `critique tables` prints them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from critique.base import rundir
+from critique.analysis import logs
+from critique.analysis.run_table import from_records
 
 
 def strategy_rows(predictions: list[dict], strategies: list[str]) -> list[dict]:
-    rows = []
-    for name in strategies:
-        mine = [p for p in predictions if p["stage"] == "test" and p["strategy"] == name]
-        if not mine:
-            continue
-        n = len(mine)
-        rows.append({"strategy": name, "n": n, "accuracy": 100.0 * sum(p["correct"] for p in mine) / n,
-                     "timeouts": sum(p["timeout"] for p in mine),
-                     "overflows": sum(bool(p.get("context_overflow")) for p in mine),
-                     "parse_failures": sum(bool(p["parse_failed"]) and not p.get("error") for p in mine),
-                     "errors": sum(bool(p.get("error")) for p in mine),
-                     "tokens_per_question": sum(p.get("completion_tokens", 0) for p in mine) / n})
-    return rows
+    """Table 1's cells of ``strategies`` (in that order; those with test predictions) from one run's prediction
+    records: strategy, n, accuracy, timeout_rate, overflow_rate, parse_fail_rate, error_rate, errors, timeouts,
+    overflows, tokens_per_question."""
+    by_strategy = {row["strategy"]: row for row in from_records(predictions)}
+    return [by_strategy[name] for name in strategies if name in by_strategy]
 
 
 def errored(predictions: list[dict]) -> dict[str, int]:
@@ -42,7 +36,7 @@ def report_errors(run_dirs: list[Path], found: dict[str, int] | None = None) -> 
     if found is None:
         found = {}
         for run_dir in run_dirs:
-            for stage, count in errored(rundir.latest(rundir.read_run(run_dir)["predictions"])).items():
+            for stage, count in errored(logs.predictions(run_dir)).items():
                 found[stage] = found.get(stage, 0) + count
     if not found:
         return 0

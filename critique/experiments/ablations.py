@@ -27,9 +27,9 @@ A K or parts sweep therefore pays its train stage once, and a train-size sweep p
 initial predictions and critiques of the largest fraction plus one summary per fraction
 (the subsets are nested, so every smaller fraction's items are among the larger ones).
 
-Except the parts ablation's test stage (INDEPENDENT): each of its runs, ``full`` included, is an
+Except the parts ablation's test stage (TEST_POLICY): each of its runs, ``full`` included, is an
 independent trial, as the paper's Table 7 is: its test calls are made again, never taken from the
-plain run's EP_CRIT calls, from the sweep, or from the response cache (``Run.fresh_stages``; the
+plain run's EP_CRIT calls, from the sweep, or from the response cache (critique.engine.policy.INDEPENDENT; the
 run's own log still answers them when it resumes). Its train stage is reused as above.
 """
 
@@ -41,7 +41,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from critique.base import rundir
-from critique.base.vocab import ABLATION_VALUES, CRITIQUE, SUMMARY, TEST, TRAIN
+from critique.base.vocab import ABLATION_VALUES, CRITIQUE, SUMMARY, TRAIN
+from critique.engine import policy
 from critique.engine.memory.critic import RECRITIQUE
 from critique.engine.scores import strategy_rows
 from critique.experiments import reuse
@@ -49,8 +50,8 @@ from critique.experiments.probes import stage_timeouts
 from critique.runner import Outcome, execute_run, run_name
 
 OFFLINE = (TRAIN, CRITIQUE, RECRITIQUE, SUMMARY)  # the train stage's calls
-# ablation -> stages whose calls each run makes itself (an independent trial; see the module's doc)
-INDEPENDENT = {"parts": frozenset({TEST})}
+# an ablation whose test calls each run makes itself (an independent trial; see the module's doc)
+TEST_POLICY = {"parts": policy.INDEPENDENT}  # the others: policy.SHARED
 
 NAMES = ("k", "train_size", "parts", "gate")
 CLI_NAMES = {"k": "k", "train-size": "train_size", "parts": "parts", "gate": "gate"}
@@ -115,12 +116,11 @@ async def execute(run) -> None:
     """The train stage (the summary only when a strategy needs it), then the test stage."""
     from critique.engine.strategies import STRATEGIES as ALL
 
-    run.fresh_stages = INDEPENDENT.get((run.ablation or {}).get("name"), frozenset())
     await run.initial_predictions()
     await run.critiques()
     if any(ALL[s].semantic for s in run.config.strategies):
         await run.summaries()
-    await run.test_stage()
+    await run.test_stage(TEST_POLICY.get((run.ablation or {}).get("name"), policy.SHARED))
 
 
 def value_label(value) -> str:

@@ -31,7 +31,7 @@ the instruction CITE_INSTRUCTION is added after the template's text, so without 
 the templates' own, with the source run's request hashes). Field ``cited``: the entry ids named.
 
 Null control (``--null N``): N full prompts, a seeded sample, are asked again of the model itself
-(never the response cache, a matching run nor the log: ``Run.fresh_stages``): how often the provider flips
+(never the response cache, a matching run nor the log: critique.engine.policy.REPEAT): how often the provider flips
 an identical prompt by itself.
 """
 
@@ -42,12 +42,24 @@ import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from critique.base import rundir
+from critique.base import records, rundir
+from critique.base.records import Field
+from critique.engine.policy import REPEAT, SHARED
 from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_REPEAT as NULL, \
     CREDIT_WITHOUT as WITHOUT, EP_CRIT, EP_SEM_CRIT
 
 STRATEGIES = (EP_CRIT, EP_SEM_CRIT)  # the strategies whose prompts hold episodic entries of memory/
 ON = ("test", "train", "test-half")
+# the fields of the deletion test's predictions (critique.base.records: record["experiment"]["credit"])
+records.declare(CREDIT, (
+    Field("removed", "string|null", "credit: the episodic entry left out of the prompt (strategy without:ID); "
+          "null for the full prompt and the null control", required=False),
+    Field("cited", "array|null", "credit --cite: ids of the prompt's entries the answer says it used; null when "
+          "not asked or the reply named none validly", required=False),
+    Field("nearest_other", "number|null", "credit: the removed entry's greatest similarity (cosine of question "
+          "embeddings) to another entry of the same prompt; null when it was alone", required=False),
+    Field("nearest_other_id", "string|null", "credit: that other entry's id", required=False),
+))
 CITE_INSTRUCTION = ('Also say which of the numbered examples above you used for your answer: "used_examples", a '
                     'list of their numbers ([] if none).')
 
@@ -116,7 +128,7 @@ class Request:
     removed: str | None = None
     nearest_other: float | None = None
     nearest_other_id: str | None = None
-    fresh: bool = False  # the null control: asked of the model itself
+    repeat: bool = False  # the null control: asked of the model itself (critique.engine.policy.REPEAT)
     prompt: object = None
     schema: dict = field(default_factory=dict)
     hash: str = ""
@@ -255,7 +267,7 @@ def requests(run, cases: list[Case], strategy: str, vectors: dict, cite: bool, n
             best = max(sims) if sims else (None, None)
             out.append(Request(case, without(entry["id"]), others, entry["id"], best[0], best[1]))
     sample = random.Random(run.config.seed).sample(cases, min(int(null), len(cases))) if null else []
-    out += [Request(case, NULL, case.examples, fresh=True) for case in sample]
+    out += [Request(case, NULL, case.examples, repeat=True) for case in sample]
     for r in out:
         r.prompt, r.schema = _prompt(run, strategy, r.case, r.examples, cite)
         r.hash = run.llm.request_hash(run.llm.request(r.prompt.messages, r.schema, "answer"))
@@ -269,13 +281,13 @@ def done(run, r: Request) -> bool:
 
 
 def stage(r: Request) -> str:
-    return CREDIT_NULL if r.fresh else CREDIT
+    return CREDIT_NULL if r.repeat else CREDIT
 
 
 def costs(run, todo: list[Request]) -> int:
     """Calls the credit test will request: every request not yet answered in this run directory nor in the
     source run's log (a null control's always; the response cache may still answer some)."""
-    return sum(1 for r in todo if not done(run, r) and (r.fresh or (r.hash not in run.logged
+    return sum(1 for r in todo if not done(run, r) and (r.repeat or (r.hash not in run.logged
                                                                    and r.hash not in run.reuse)))
 
 
@@ -285,7 +297,7 @@ async def answer(run, r: Request, cite: bool, counter: dict) -> dict:
     from critique.engine import parsing
 
     item = r.case.item
-    if r.fresh or (r.hash not in run.logged and r.hash not in run.reuse):
+    if r.repeat or (r.hash not in run.logged and r.hash not in run.reuse):
         counter["requested"] += 1
 
     def cited(result) -> dict:
@@ -295,14 +307,14 @@ async def answer(run, r: Request, cite: bool, counter: dict) -> dict:
         return {"cited": None if numbers is None else [r.examples[n - 1]["id"] for n in numbers]}
 
     return await run.answer(stage(r), r.strategy, item, r.prompt, seed=(stage(r), r.strategy), schema=r.schema,
-                            retrieved=[e["id"] for e in r.examples], fresh=r.fresh, from_reply=cited,
+                            retrieved=[e["id"] for e in r.examples], policy=REPEAT if r.repeat else SHARED,
+                            from_reply=cited,
                             extra={"removed": r.removed, "nearest_other": r.nearest_other,
                                    "nearest_other_id": r.nearest_other_id})
 
 
 def work_for(plan: dict):
     async def work(run) -> None:
-        run.fresh_stages = frozenset({CREDIT_NULL})  # never the response cache nor a matching run
         todo = [r for r in plan["requests"] if not done(run, r)]
         await run.each(todo, lambda r: answer(run, r, plan["cite"], plan["counter"]), "credit")
     return work

@@ -29,10 +29,16 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from critique.base import rundir
+from critique.base import records, rundir
+from critique.base.records import Field
 from critique.base.vocab import CREDIT_PRUNE, EP_CRIT, EP_SEM_CRIT
 
 PRUNED = (EP_CRIT, EP_SEM_CRIT)  # the strategies scored with pruned memory
+# the fields of its predictions (critique.base.records: record["experiment"]["credit_prune"])
+records.declare(CREDIT_PRUNE, (
+    Field("pruned", "integer", "credit_prune: the number of entries the rule (strategy STRATEGY|RULE) removed "
+          "from memory", required=False),
+))
 NONE, TOXIC, LOWEST, RANDOM = "none", "toxic", "lowest", "random"
 SEP = "|"
 

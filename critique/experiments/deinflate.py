@@ -127,9 +127,9 @@ def install(run, source: Path, demoted: list[str]) -> None:
     from critique.engine.memory import semantic
 
     mode = run.probe["mode"]
-    run.memory = demoted_memory(source, set(demoted), mode, run.config.prompts, run.encoder)
+    run.use_memory(demoted_memory(source, set(demoted), mode, run.config.prompts, run.encoder),
+                   semantic.load(Path(source) / rundir.MEMORY))
     run.memory.save(run.out / rundir.MEMORY)
-    run.semantic = semantic.load(Path(source) / rundir.MEMORY)
     semantic.save(run.out / rundir.MEMORY, run.semantic)
     rundir.write_json_atomic(run.out / rundir.MEMORY / DEMOTED, {"mode": mode, "ids": sorted(demoted)})
 

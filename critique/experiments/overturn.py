@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 
+from critique.base import records
+from critique.base.records import Field
 from critique.base.vocab import LYING, PROBE, TRUTH
 from critique.engine import agents, parsing
 from critique.engine.pipeline import pkey
@@ -43,6 +45,13 @@ def condition_name(order: tuple[str, str], provenance: bool) -> str:
 
 
 CONDITIONS = (*ALONE, *(condition_name(o, p) for p in (False, True) for o in PAIRS))
+# its predictions' fields (critique.base.records): the suggestibility probe's (its truth and lying conditions), and
+# which critiques its prompt held
+records.declare("overturn", probes.SUGGESTIBILITY_FIELDS + (
+    Field("notes", "array", "overturn: the critiques in the prompt, in order: truth or lying", required=False),
+    Field("provenance", "boolean", "overturn: each critique was shown with where it came from and how confident",
+          required=False),
+))
 
 
 def overturn_probe() -> dict:
@@ -69,7 +78,7 @@ async def _pair(run, item, initial: str | None, order: tuple[str, str], provenan
     for condition in order:
         critique, text, error = await _critique(run, item, condition, initial)
         if error is not None:
-            run.record_prediction(PROBE, name, item, None, probes._failed(item, error), [], extra)
+            run.unanswered(PROBE, name, item, error, extra)
             return
         notes.append({"critique": critique, "text": text, "provenance": PROVENANCE[condition] if provenance else None})
     prompt = agents.prompt("performance_overturn.j2", task=run.task, question=item.question, answer_space=run.space,
@@ -87,9 +96,7 @@ async def overturn(run) -> None:
         initial, error = await probes._initial(run, item)
         if error is not None:
             for c in todo:
-                run.record_prediction(PROBE, c, item, None,
-                                      probes._failed(item, f"the zero-shot answer failed ({error}); rerun to retry"),
-                                      [], None)
+                run.unanswered(PROBE, c, item, probes.initial_failed(error))
             return
         jobs = [probes._condition(run, item, c, initial, None) for c in ALONE if c in todo]
         jobs += [_pair(run, item, initial, o, p) for p in (False, True) for o in PAIRS

@@ -23,7 +23,7 @@ critic requests (so they are paid once) and change only one sentence of the fina
 
 Consistency (``{"name": "consistency", "repeats": N, "split": "test" | "train"}``): the
 zero-shot request of every item of the split is sent N times, bypassing the response
-cache and the run's own call log (``Run.call(fresh=True)``): prediction and call records
+cache and the run's own call log (critique.engine.policy.REPEAT): prediction and call records
 of stage ``probe``, strategy ``repeat-1`` ... ``repeat-N``. Reported: the share of items
 whose N answers all agree, and the mean agreement over pairs of repeats.
 """
@@ -34,12 +34,37 @@ import asyncio
 from itertools import combinations
 from pathlib import Path
 
+from critique.base import records
+from critique.base.records import Field
 from critique.engine import agents, parsing
 from critique.engine.pipeline import pkey
+from critique.engine.policy import REPEAT
 
 TRUTH, LYING = "truth", "lying"
 CONDITIONS = (TRUTH, LYING)
 SPLITS = ("test", "train")
+
+# the fields of each probe's predictions (critique.base.records: record["experiment"][probe name])
+SUGGESTIBILITY_FIELDS = records.declare("suggestibility", (
+    Field("argued", "string", "suggestibility: the label the critic was told to argue for", required=False),
+    Field("attribution", "string|null", "suggestibility: who the critique is said to come from "
+          "(null, user, self, other:MODEL)", required=False),
+    Field("initial_answer", "string", "suggestibility: the zero-shot answer that was critiqued", required=False),
+    Field("followed", "boolean", "suggestibility: the new answer is the argued label", required=False),
+    Field("critique_parse_failed", "boolean", "suggestibility: the critique reply was not valid", required=False),
+    Field("critique_timeout", "boolean", "suggestibility: the critique call hit the token limit", required=False),
+    Field("critique_request_hash", "string", "suggestibility: request_hash of the critique call", required=False),
+    Field("delivered", "boolean", "suggestibility: the critique asserts the label it was told to argue (strict "
+          "check of its correct_answer, critique.base.assertion); false when it asserts another label, none, or did "
+          "not parse (a lying critique that asserts the true label was not delivered); absent in older logs: not "
+          "checked", analysis=True, required=False),
+    Field("critique_asserted", "string|null", "suggestibility: the label the critique's correct_answer asserts as "
+          "the answer (strict check); null when it names none or did not parse", required=False),
+))
+records.declare("consistency", (
+    Field("split", "string", "consistency: the split repeated (test or train)", required=False),
+    Field("repeat", "integer", "consistency: the repeat's number, from 1", required=False),
+))
 
 
 # ---- names --------------------------------------------------------------------------------
@@ -71,11 +96,9 @@ def probe_suffix(probe: dict) -> str:
 
 
 def probe_config(base, probe: dict):
-    """The run config of a probe: no test strategies; consistency never reads the cache."""
+    """The run config of a probe: no test strategies (consistency's repeats never read the cache: their policy)."""
     from dataclasses import replace
 
-    if probe["name"] == "consistency":
-        return replace(base, strategies=[], use_cache=False)
     return replace(base, strategies=[])
 
 
@@ -88,9 +111,9 @@ def flipped_label(gold: str, answer_space: list[str], seed: int, user: str | Non
 
 
 # ---- suggestibility -------------------------------------------------------------------------
-def _failed(item, error: str) -> dict:
-    return {"answer": None, "gold": item.answer, "correct": False, "parse_failed": False, "timeout": False,
-            "error": error}
+def initial_failed(error: str) -> str:
+    """The error of a probe's prediction whose zero-shot answer failed."""
+    return f"the zero-shot answer failed ({error}); rerun to retry"
 
 
 async def _initial(run, item) -> tuple[str | None, str | None]:
@@ -112,14 +135,13 @@ async def _condition(run, item, condition: str, initial: str | None, attribution
     review = await run.call("probe_critique", condition, item.id, item.user, critic, parsing.CRITIQUE_SCHEMA,
                             "critique")
     if review.error is not None:
-        run.record_prediction("probe", condition, item, None,
-                              _failed(item, f"the critique call failed ({review.error}); rerun to retry"), [], extra)
+        run.unanswered("probe", condition, item, f"the critique call failed ({review.error}); rerun to retry", extra)
         return
     if review.context_overflow:  # no critique to show: no answer, wrong, like a timeout (not redone)
-        run.record_prediction("probe", condition, item, None, {**_failed(item, None), "context_overflow": True}, [],
-                              {**extra, "followed": False, "critique_parse_failed": False, "critique_timeout": False,
-                               "critique_request_hash": review.request_hash, "delivered": False,
-                               "critique_asserted": None})
+        run.unanswered("probe", condition, item, None,
+                       {**extra, "followed": False, "critique_parse_failed": False, "critique_timeout": False,
+                        "critique_request_hash": review.request_hash, "delivered": False, "critique_asserted": None},
+                       context_overflow=True)
         return
     critique = parsing.parse_critique(review.text)
     asserted = parsing.asserted_option(critique["correct_answer"], run.space) if critique else None
@@ -146,9 +168,7 @@ async def suggestibility(run) -> None:
         initial, error = await _initial(run, item)
         if error is not None:
             for c in todo:
-                run.record_prediction("probe", c, item, None,
-                                      _failed(item, f"the zero-shot answer failed ({error}); rerun to retry"), [],
-                                      {"attribution": attribution})
+                run.unanswered("probe", c, item, initial_failed(error), {"attribution": attribution})
             return
         await asyncio.gather(*(_condition(run, item, c, initial, attribution) for c in todo))
 
@@ -196,7 +216,7 @@ async def consistency(run) -> None:
     async def one(item, i: int) -> None:
         prompt = agents.performance_prompt("performance_zero_shot.j2", run.task, item, run.space, [], None, "full")
         await run.answer("probe", repeat_name(i), item, prompt, seed=("probe", repeat_name(i)),
-                         extra={"split": split, "repeat": i}, fresh=True)
+                         extra={"split": split, "repeat": i}, policy=REPEAT)
 
     todo = [(item, i) for item in items for i in range(1, repeats + 1)
             if pkey("probe", repeat_name(i), item.user, item.id) not in run.predictions]

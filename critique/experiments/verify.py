@@ -17,7 +17,7 @@ labels, ``correct`` against the gold (for measuring only), and ``verifier``, ``c
 ``--verifier sample:N``: the entry's question is asked N more times, zero-shot, at a sampling temperature
 (SAMPLE_TEMPERATURE, or the run's own when it is above 0), each sample i with its own seed (the run's seed + i:
 seeded where the provider honours a seed), never answered by the response cache or another run (the calls are
-an independent trial: ``Run.fresh_stages``; this run's own log answers them when it resumes). The entry survives
+an independent trial: critique.engine.policy.INDEPENDENT; this run's own log answers them when it resumes). The entry survives
 when every sample gives its answer; any disagreement (or a sample with no valid answer) flags it. Call records of
 stage ``probe``, strategy ``sample-i``; one prediction per entry, strategy ``sample:N``, with ``samples`` (the N
 answers) and ``answer`` the most frequent one.
@@ -36,8 +36,10 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from critique.base import rundir
+from critique.base import records, rundir
+from critique.base.records import Field
 from critique.base.config import RunConfig, manifest_run_config
+from critique.engine.policy import INDEPENDENT
 from critique.base.errors import UserError
 from critique.base.vocab import JUDGE, PROBE, REORDER, SAMPLE, VERIFIERS  # noqa: F401  (VERIFIERS: re-exported)
 from critique.datasets.splits import Item
@@ -47,6 +49,21 @@ from critique.engine.pipeline import pkey
 
 
 SAMPLE_TEMPERATURE = 0.7  # sample:N at a source run's temperature 0
+# the fields of a verifier's predictions (critique.base.records: record["experiment"]["verify"])
+records.declare("verify", (
+    Field("verifier", "string", "verify: the verifier (reorder: the options permuted)", required=False),
+    Field("checked_answer", "string", "verify: the memory entry's initial answer, the one its verdict is about",
+          required=False),
+    Field("shown_answer", "string|null", "verify reorder: the label answered in the permuted question (answer is it "
+          "mapped back to the original labels); null when none", required=False),
+    Field("survives", "boolean", "verify: the checked answer survived the check (reorder: the permuted question got "
+          "it again); false means the entry is flagged (a reply with no valid answer is flagged)", analysis=True,
+          required=False),
+    Field("samples", "array", "verify sample:N: the N sampled answers (null where a sample had no valid answer); "
+          "answer is the most frequent valid one", required=False),
+    Field("judge_verdict", "string|null", "verify judge:MODEL: the judge's verdict on the checked answer, right or "
+          "wrong (answer is the answer it believes); null when its reply did not parse", required=False),
+))
 
 
 def parse_verifier(text: str) -> str:
@@ -198,13 +215,12 @@ def sample_work(entries: dict[str, dict], verifier: str):
     n = int(verifier.split(":", 1)[1])
 
     async def work(run) -> None:
-        run.fresh_stages = frozenset({PROBE})  # never the response cache nor a matching run
         todo = [(item, entries[entry_id(item)]) for item in run.dataset.train
                 if entry_id(item) in entries and pkey(PROBE, verifier, item.user, item.id) not in run.predictions]
 
         async def sample(item, prompt, i: int):  # each sample its own seed: N distinct requests, each logged once
             return await run.call(PROBE, sample_name(i), item.id, item.user, prompt,
-                                  run.dataset.card.response_schema, "answer", seed=run.config.seed + i)
+                                  run.dataset.card.response_schema, "answer", INDEPENDENT.seeded(run.config.seed + i))
 
         async def one(job) -> None:
             item, entry = job
@@ -242,19 +258,24 @@ def judge_work(entries: dict[str, dict], verifier: str):
         async def one(job) -> None:
             item, entry = job
             shown = None if entry["initial_answer"] == agents.NO_ANSWER else entry["initial_answer"]
-            prompt = self_prompt(run.task, item, shown, run.space)
-            result = await run.call(PROBE, verifier, item.id, item.user, prompt,
-                                    parsing.self_critique_schema(run.space), "critique")
-            judged = parsing.parse_self_critique(result.text, run.space) if _valid(result) else None
-            believed = judged[2] if judged else None
-            outcome = {"answer": believed, "gold": item.answer, "correct": believed == item.answer,
-                       "parse_failed": result.error is None and not result.context_overflow and judged is None,
-                       "timeout": result.timeout, "error": result.error,
-                       "context_overflow": result.context_overflow}
-            run.record_prediction(PROBE, verifier, item, result, outcome, [], {
-                "verifier": verifier, "checked_answer": entry["initial_answer"],
-                "judge_verdict": judged[1] if judged else None,
-                "survives": bool(judged) and judged[1] == "right"})
+
+            def judged(result):  # (verdict, believed answer) of the judge's reply, or None
+                parsed = parsing.parse_self_critique(result.text, run.space) if _valid(result) else None
+                return parsed[1:3] if parsed else None
+
+            def judge(result, _item) -> dict:
+                believed = (judged(result) or (None, None))[1]
+                return {"answer": believed, "gold": item.answer, "correct": believed == item.answer,
+                        "parse_failed": result.error is None and not result.context_overflow and not judged(result),
+                        "timeout": result.timeout, "error": result.error}
+
+            def verdict(result) -> dict:
+                said = (judged(result) or (None, None))[0]
+                return {"judge_verdict": said, "survives": said == "right"}
+
+            await run.answer(PROBE, verifier, item, self_prompt(run.task, item, shown, run.space), seed=(),
+                             judge=judge, from_reply=verdict, schema=parsing.self_critique_schema(run.space),
+                             name="critique", extra={"verifier": verifier, "checked_answer": entry["initial_answer"]})
 
         await run.each(todo, one, f"verify ({verifier})")
 

@@ -236,16 +236,21 @@ class LLM:
                        seed: int | None = None) -> LLMResult:
         """One call; ``cache=False``: the response cache is neither read nor written (an independent trial);
         ``seed``: the request's own seed (``request``)."""
-        result = await self._complete(messages, schema, schema_name, cache, seed)
+        request = self.request(messages, schema, schema_name, seed)
+        return await self.send(request, self.request_hash(request), cache)
+
+    async def send(self, request: dict, key: str, cache: bool = True) -> LLMResult:
+        """One call of ``request`` (``request``), whose hash ``key`` the caller has computed once;
+        ``cache=False``: the response cache is neither read nor written."""
+        result = await self._complete(request, key, cache)
         if self.local is not None and result.text is not None:  # which strings the grammar cut at their bound
+            schema = request["response_format"]["json_schema"]["schema"]
             result.cut_fields = bounds.cut_fields(bounds.bounded(schema, self.local["max_string_chars"]), result.text)
         return result
 
-    async def _complete(self, messages: list[dict], schema: dict, schema_name: str, cache: bool = True,
-                        seed: int | None = None) -> LLMResult:
-        request = self.request(messages, schema, schema_name, seed)
+    async def _complete(self, request: dict, key: str, cache: bool) -> LLMResult:
         store = self._cache if cache else None
-        key = self.request_hash(request)
+        messages = request["messages"]
         if self.overflows(messages):  # never sent, never truncated (nor taken from the cache): the caller records it
             return LLMResult(None, prompt_tokens=self.count_tokens(messages), context_overflow=True, request_hash=key)
         if store is not None:

@@ -118,15 +118,13 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                     work = ablations.execute
                 else:
                     work = execute
-                fresh = (task.probe or {}).get("name") == "consistency"
                 outcome, logged = execute_run(task.config, task.out, probe=task.probe, ablation=task.ablation,
-                                              reuse=None if fresh else pool, work=work, progress=False,
+                                              reuse=pool, work=work, progress=False,
                                               runner=(loop or process_loop()).run,
                                               deployments=cell.model.deployments,
                                               routing_strategy=routing_strategy, limits=shared_objects.limits,
                                               stop=watchdog)
-                if not fresh:
-                    pool.update({k: v for k, v in logged.items() if k not in pool})
+                pool.update({k: v for k, v in logged.items() if k not in pool})
                 calls += outcome.calls_made
                 done.append(task.label)
                 if outcome.errors:

@@ -1,0 +1,108 @@
+"""The fields of a run's manifest.json, its ``config`` and its ``dataset`` (critique.base.records holds every
+kind of record; these are the manifest's)."""
+
+from __future__ import annotations
+
+from critique.base.field import Field
+
+MANIFEST = (
+    Field("log_version", "integer", "version of this contract (1)", analysis=True),
+    Field("run_id", "string", "the run's id"),
+    Field("status", "string", "running; complete once every stage finished; errors once every stage finished but "
+          "some call or prediction ended in an error not redone since (running it again retries them; a study takes "
+          "it for not done)", analysis=True),
+    Field("started", "string", "when the run first started, UTC (the later of two runs of one experiment wins)",
+          analysis=True),
+    Field("finished", "string|null", "when it completed; null while running or after a crash"),
+    Field("errors", "object", "{calls, predictions}: how many ended in an error not redone since, when the run last "
+          "finished; absent in older logs and while running", required=False),
+    Field("resumed", "string|null", "when it was last resumed; null if never"),
+    Field("config", "object", "the run's settings (table config below)", analysis=True),
+    Field("probe", "object|null", "{name: suggestibility, attribution}, {name: consistency, repeats, split} or "
+          "{name: verify, verifier, source, source_run_id} (critique verify: source is the run checked), {name: deinflate, "
+          "mode, demote, verifier, seed, demoted, source, source_run_id, verify_run} (critique deinflate), {name: "
+          "overturn} (critique probe overturn); null for "
+          "a plain run", analysis=True),
+    Field("ablation", "object|null", "{name: k | parts | train_size | gate, value}; null when none", analysis=True),
+    Field("dataset", "object", "the data (table dataset below)", analysis=True),
+    Field("templates", "object", "template file name -> sha256 of every prompt template of the run's set "
+          "(config.prompts)", analysis=True),
+    Field("versions", "object", "package name -> installed version (null when absent)"),
+    Field("local_model", "object|null", "the embedded model's weights and bounds; null for other models"),
+    Field("learner", "boolean", "written by critique.Learner.fit: a fit's folder, not a study run (the tables leave "
+          "it out)", required=False, analysis=True),
+    Field("deployments", "array", "several endpoints: [{model, api_base}]", required=False),
+    Field("routing_strategy", "string", "several endpoints: the router's strategy", required=False),
+    Field("ep_label", "string", "what EP_LABEL shows as each example's label: gold (the gold label), noisy (the "
+          "labels the critic was shown, a fraction flipped), believed (--critic self: the critic's believed answer; "
+          "there is no label), budget (the gold label for the --label-budget's items, the believed answer for the "
+          "others); absent in older logs: gold", analysis=True, required=False),
+    Field("dropped_params", "object", "model -> the request parameters litellm drops for it because the provider "
+          "does not support them as sent (drop_params; e.g. seed for anthropic, temperature 0 for o-series "
+          "models), each deployment's model with several; [] when none; absent in older logs (not checked)",
+          required=False),
+)
+
+CONFIG = (
+    Field("dataset", "string", "the dataset's name"),
+    Field("model", "string", "the model (litellm name)", analysis=True),
+    Field("strategies", "array", "the test strategies run (grows when a run adds strategies)"),
+    Field("k", "integer", "episodic examples per prompt", analysis=True),
+    Field("parts", "string", "critique fields shown in examples: full, local or global", analysis=True),
+    Field("limit", "integer|null", "items per split kept; null for all", analysis=True),
+    Field("seed", "integer", "seed of every random choice", analysis=True),
+    Field("max_tokens", "integer", "output token limit per call", analysis=True),
+    Field("temperature", "number", "sampling temperature", analysis=True),
+    Field("reasoning_effort", "string|null", "low, medium, high, or none (--reasoning-effort none: none sent); "
+          "without --reasoning-effort, medium for a model litellm knows as a reasoning model (supports_reasoning), "
+          "else null (none sent)", analysis=True),
+    Field("api_base", "string|null", "the endpoint, when not the provider's default"),
+    Field("concurrency", "integer", "calls in flight"),
+    Field("encoder", "string", "the sentence encoder of retrieval", analysis=True),
+    Field("use_cache", "boolean", "the response cache was used"),
+    Field("data_dir", "string|null", "where datasets were read from"),
+    Field("cache_dir", "string|null", "where the response cache lives"),
+    Field("cache_size_gb", "number", "the response cache's size limit in GB (older entries evicted past it); absent "
+          "in older logs", required=False),
+    Field("timeout", "number", "seconds per attempt at a call"),
+    Field("num_retries", "integer", "retries per call"),
+    Field("train_fraction", "number|null", "train-size ablation: the share of train kept", analysis=True),
+    Field("endpoint_id", "string|null", "the name the endpoint's responses are cached under (null: its URL)",
+          required=False),
+    Field("call_processes", "integer", "worker processes that made the calls (0: the run's own)", required=False),
+    Field("context_tokens", "integer|null", "--context-tokens: the model's context window as the user gave it (null: "
+          "the embedded model's n_ctx, else litellm's max_input_tokens, else unknown)", required=False),
+    Field("prompts", "string", "the prompt set, a folder prompts/<set>/: paper or compact (absent: written before "
+          "the setting existed, compact)", analysis=True, required=False),
+    Field("on_mismatch", "string", "--on-mismatch: what enters episodic memory when a critique's assertion "
+          "does not name the label the critic was shown: keep (flagged, as the paper), drop "
+          "(memory/dropped.jsonl) or recritique (asked once more); absent in older logs: keep", analysis=True,
+          required=False),
+    Field("gate", "number|null", "--gate: only entries whose similarity to the question is at least this enter an "
+          "episodic prompt; a prompt left with none is the memory-free one (zero_shot's; SEM_CRIT's for "
+          "EP+SEM_CRIT); null (absent in older logs): no gate", analysis=True, required=False),
+    Field("inject_budget", "integer|null", "--inject-budget: at most this many tokens of episodic examples per "
+          "prompt, nearest first; null (absent in older logs): no limit", analysis=True, required=False),
+    Field("retrieval", "string", "--retrieval: nearest (the K nearest entries) or contrast (pairs of a right and "
+          "a wrong initial answer to similar questions); absent in older logs: nearest", analysis=True,
+          required=False),
+    Field("critic", "string", "--critic: what the critic saw of each train label: gold, noisy:R (a seeded fraction R "
+          "flipped; noisy:0 is written gold) or self (none); absent in older logs: gold", analysis=True,
+          required=False),
+    Field("label_budget", "number|null", "--label-budget (with --critic self): the nested seeded fraction of train "
+          "items whose gold label the critic saw; null: none (absent in older logs: null)", analysis=True,
+          required=False),
+    Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "
+          "reasoning model (the analysis also detects reasoning_tokens > 0)", analysis=True, required=False),
+)
+
+DATASET = (
+    Field("name", "string", "the dataset's name", analysis=True),
+    Field("path", "string", "where it was read from"),
+    Field("checksum", "string", "sha256 of its files", analysis=True),
+    Field("kind", "string", "single (one pool) or preference (one pool per user)", analysis=True),
+    Field("answer_space", "array", "the valid answers"),
+    Field("users", "array", "the users (preference data)"),
+    Field("n_train", "integer", "train items used"),
+    Field("n_test", "integer", "test items used"),
+)

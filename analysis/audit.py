@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import math
 import re
-import statistics
 from pathlib import Path
 
 from critique.base import rundir, vocab
 from critique.analysis import logs
 from critique.analysis.cells import mean
+# the reuse n (REUSE, REUSE_NOTE: one definition for the audit and the Echo table) and Pearson's r
+from critique.analysis.echo_stats import REUSE, REUSE_NOTE, corr_b_n, pearson
+from critique.analysis.stats import wilson
 from critique.base.assertion import asserted_option
 from critique.base.checksum import dataset_checksum
 from critique.base.errors import UserError
@@ -27,7 +29,7 @@ AUDIT_HELP = "audit the memory of run directories: each entry's verdict, reuse a
 EPILOG = """Each run that is not a probe is audited; a suggestibility run of the same model and data among the
 inputs is its partner (retrieval versus usage failures).
 Exit status: 0, 1 when some input was left out (see stderr), 2 on a usage error."""
-REUSE = (vocab.EP_LABEL, vocab.EP_CRIT, vocab.EP_SEM_CRIT)  # the strategies that put episodic entries in the prompt
+EPISODIC = (vocab.EP_LABEL, vocab.EP_CRIT, vocab.EP_SEM_CRIT)  # the strategies that put episodic entries in the prompt
 TOP_SHARE = 0.10  # concentration: the share of retrievals taken by the top 10% of entries (at least one)
 
 
@@ -48,14 +50,6 @@ def register(sub) -> None:
                         help="where dataset folders are now (DIR/<name> or DIR), when not where the run read them: "
                              "for the generator's truth (pref-gen's flipped labels); repeatable")
     parser.set_defaults(func=run_audit)
-
-
-def pearson(xs: list[float], ys: list[float]) -> float | None:
-    """Pearson's r; None with fewer than two points or when either variable is constant."""
-    try:
-        return statistics.correlation(xs, ys)
-    except statistics.StatisticsError:
-        return None
 
 
 def share(part, whole) -> float | None:
@@ -134,13 +128,14 @@ def entry_rows(entries: list[dict], space: list[str], truth: dict) -> list[dict]
                      "flipped": meta.get("flipped"), "rule_prefers": meta.get("rule_prefers"),
                      "label": e.get("label", e.get("gold")), "label_flipped": e.get("label_flipped") is True,
                      "believed": e.get("believed"),
-                     "n": 0, "correct": 0, "reuse": {s: {"n": 0, "correct": 0} for s in REUSE},
+                     "n": 0, "correct": 0, "reuse": {s: {"n": 0, "correct": 0} for s in EPISODIC},
                      "retrieved_by": [], "similarity": None})
     return rows
 
 
 def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], where: str) -> dict:
-    """Fill each entry's reuse from the counted test predictions; the reuse per strategy."""
+    """Fill each entry's reuse n (REUSE's prompts only: REUSE_NOTE) and its retrievals per strategy (every
+    strategy's) from the counted test predictions; the retrievals per strategy."""
     by_id = {row["id"]: row for row in rows}
     per: dict[str, dict] = {}
     unknown = 0
@@ -164,8 +159,9 @@ def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], 
                 continue
             stats["retrievals"] += 1
             stats["entries_reached"].add(entry_id)
-            row["n"] += 1
-            row["correct"] += ok
+            if strategy in REUSE:
+                row["n"] += 1
+                row["correct"] += ok
             slot = row["reuse"].setdefault(strategy, {"n": 0, "correct": 0})
             slot["n"] += 1
             slot["correct"] += ok
@@ -175,7 +171,7 @@ def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], 
     if unknown:
         problems.append(f"{where}: {unknown} retrieved ids are not in memory/episodic.jsonl; not counted")
     for row in rows:
-        scores = [r["score"] for r in row["retrieved_by"] if r["score"] is not None]
+        scores = [r["score"] for r in row["retrieved_by"] if r["score"] is not None and r["strategy"] in REUSE]
         if scores:
             row["similarity"] = {"mean": mean(scores), "min": min(scores), "max": max(scores), "count": len(scores)}
     return {s: {**v, "entries_reached": len(v["entries_reached"]),
@@ -201,15 +197,18 @@ def summary(rows: list[dict]) -> dict:
     known = [r for r in wrong_start if r["r"] is not None]
     flipped = [r for r in rows if r["flipped"] is True]
     has_truth = any(r["flipped"] is not None for r in rows)
+    low, high = wilson(sum(r["r"] for r in known), len(known))
+    corr = corr_b_n(known)
     return {
-        "entries": len(rows), "retrievals": total,
+        "reuse_definition": REUSE_NOTE, "entries": len(rows), "retrievals": total,
         "never_retrieved": sum(r["n"] == 0 for r in rows),
         "never_retrieved_share": share(sum(r["n"] == 0 for r in rows), len(rows)),
         "top_entries": top, "top10_share": share(sum(ranked[:top]), total),
         "u0_entries": len(wrong_start), "u0_verdict_known": len(known),
         "verdict_unknown": sum(r["r"] is None for r in rows),
         "leniency": mean(r["r"] for r in known), "mean_b_u0": mean(r["b"] for r in known),
-        "corr_b_n_u0": pearson([r["b"] for r in known], [r["n"] for r in known]),
+        "leniency_low": low, "leniency_high": high,
+        "corr_b_n_u0": corr.pop("value"), "corr_b_n_u0_interval": corr,
         "assertion_mismatch": sum(r["assertion_mismatch"] is True for r in rows),
         "asserts_other_than_gold": sum(r["asserts_gold"] is False for r in rows),
         "wrong_verdict": _group([r for r in rows if r["b"] not in (None, 0)], total),

@@ -4,17 +4,23 @@ JSON keys (one object): `audits` (one per audited run), `inputs` (`runs`, `audit
 `problems`, `errors`. Each audit: `run`, `model`, `dataset`, `kind`, `experiment`, `strategies`,
 `answer_space`, `memory` (false: no episodic memory, `note` says so), `truth` (what the dataset
 folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`.
-- `summary`: `entries`, `retrievals`, `never_retrieved`, `never_retrieved_share`, `top_entries`,
-  `top10_share`, `u0_entries`, `u0_verdict_known`, `verdict_unknown`, `leniency` (P(r=1 | U=0)),
-  `mean_b_u0` (E[b | U=0]), `corr_b_n_u0` (Pearson Corr(b, n | U=0), null when undefined),
-  `assertion_mismatch`, `asserts_other_than_gold`, `wrong_verdict` / `right_verdict` / `flipped`
+- `summary`: `reuse_definition` (what the reuse n counts: EP_CRIT and EP+SEM_CRIT prompts, never
+  EP_LABEL's), `entries`, `retrievals` (the sum of n), `never_retrieved` (entries with n = 0),
+  `never_retrieved_share`, `top_entries`, `top10_share`, `u0_entries`, `u0_verdict_known`,
+  `verdict_unknown`, `leniency` (P(r=1 | U=0)), `leniency_low` / `leniency_high` (its 95% Wilson
+  interval), `mean_b_u0` (E[b | U=0]), `corr_b_n_u0` (Pearson Corr(b, n | U=0), null when undefined),
+  `corr_b_n_u0_interval` (`entries`, `lenient_reused`: the U=0, b=+1 entries with n > 0 that carry it,
+  `undefined`: share of bootstrap resamples where it is undefined, `low`, `high`, `why`: the reason no
+  interval is given, null when one is), `assertion_mismatch`, `asserts_other_than_gold`,
+  `wrong_verdict` / `right_verdict` / `flipped`
   (`entries`, `retrievals`, `share_of_retrievals`, `mean_n`; `flipped` also `retrieved_entries`, null
   without the generator's truth), `similarity_logged`.
 - `reuse`: strategy -> `prompts`, `prompts_with_memory`, `correct_with_memory`, `accuracy_with_memory`,
   `retrievals`, `entries_reached`.
 - `entries[]`: `id`, `item_id`, `user`, `question`, `initial_answer`, `gold`, `critique`,
   `assertion_mismatch` (null: no label shown, --critic self), `timeout`, `asserted`, `asserts_gold`, `U`,
-  `r`, `b`, `flipped`, `rule_prefers`, `n`, `correct`, `reuse` (strategy -> `n`, `correct`), `retrieved_by[]`
+  `r`, `b`, `flipped`, `rule_prefers`, `n` (the reuse), `correct`, `reuse` (every strategy that retrieved it,
+  EP_LABEL included -> `n`, `correct`), `retrieved_by[]`
   (`strategy`, `user`, `item_id`, `rank`, `correct`, `score`), `similarity` (`mean`, `min`, `max`,
   `count`; null: not logged).
 - `failures`: `partner`, `note`, `wrong`, `retrieval`, `usage`, `unclassified`, `items[]` (`user`,
@@ -29,14 +35,18 @@ from __future__ import annotations
 
 import json
 
+from critique.analysis.echo_stats import REUSE_NOTE, count_entries
 from critique.analysis.tabular import Table
 
 NOTES = {
     "summary": "U = 1: the initial answer was right; r = 1: the critique asserts the initial answer (the option its "
-               "correct_answer names, parsed strictly; unknown when it names none or several); b = r - U; n: "
-               "counted test prompts (all strategies) whose retrieved entries include the entry",
-    "entries": "mismatch -: no label was shown (--critic self); per strategy: retrievals (answers right); "
-               "similarity: retrieved_scores of those prompts",
+               "correct_answer names, parsed strictly; unknown when it names none or several); b = r - U; "
+               + REUSE_NOTE + "; leniency with its 95% Wilson interval; Corr(b, n) with its 95% percentile bootstrap "
+               "interval (seeded), given only when at least 5 wrong-but-trusted (U = 0, b = +1) reused entries and "
+               "5 U = 0 entries with b = 0 carry it",
+    "entries": "mismatch -: no label was shown (--critic self); n, right: " + REUSE_NOTE + ", and how many of them "
+               "were answered right; per strategy: retrievals (answers right) of every strategy that retrieves, "
+               "EP_LABEL included; similarity: retrieved_scores of the prompts counted in n",
 }
 
 
@@ -51,20 +61,38 @@ def _pct(value) -> str:
 def _group_text(group: dict | None) -> str:
     if not group or not group["entries"]:
         return "none"
-    return (f"{group['entries']} entries, mean n {_num(group['mean_n'], 2)}, {group['retrievals']} retrievals "
+    return (f"{count_entries(group['entries'])}, mean n {_num(group['mean_n'], 2)}, {group['retrievals']} retrievals "
             f"({_pct(group['share_of_retrievals'])} of all)")
+
+
+def _leniency_text(s: dict) -> str:
+    if s["leniency"] is None:
+        return "-"
+    return (f"{_num(s['leniency'])} [{_num(s['leniency_low'])}, {_num(s['leniency_high'])}] over "
+            f"{s['u0_verdict_known']} entries")
+
+
+def _corr_text(value, rests: dict) -> str:
+    """Corr(b, n | U = 0) with what it rests on, and its interval or why none is given."""
+    if value is None:
+        return f"- ({rests['why']})"
+    head = (f"{_num(value)} over {rests['entries']} entries, {rests['lenient_reused']} of them wrong-but-trusted "
+            "and reused")
+    if rests["low"] is None:
+        return f"{head}; {rests['why']}"
+    return f"{head}; [{_num(rests['low'])}, {_num(rests['high'])}], {_pct(rests['undefined'])} of resamples undefined"
 
 
 def summary_table(audit: dict) -> Table:
     s = audit["summary"]
-    rows = [("entries", s["entries"]), ("retrievals (entry x prompt)", s["retrievals"]),
-            ("never retrieved", f"{s['never_retrieved']} ({_pct(s['never_retrieved_share'])})"),
-            (f"share of retrievals taken by the top 10% of entries ({s['top_entries']})", _pct(s["top10_share"])),
+    rows = [("entries", s["entries"]), ("reuse: retrievals into EP_CRIT / EP+SEM_CRIT prompts", s["retrievals"]),
+            ("never reused (n = 0)", f"{s['never_retrieved']} ({_pct(s['never_retrieved_share'])})"),
+            (f"share of the reuse taken by the top 10% of entries ({s['top_entries']})", _pct(s["top10_share"])),
             ("entries with a wrong initial answer (U = 0)", s["u0_entries"]),
             ("verdict unknown (no single option asserted)", s["verdict_unknown"]),
-            ("leniency: P(r = 1) over U = 0 entries", _num(s["leniency"])),
+            ("leniency: P(r = 1) over U = 0 entries", _leniency_text(s)),
             ("E[b] over U = 0 entries", _num(s["mean_b_u0"])),
-            ("Corr(b, n) over U = 0 entries (Pearson)", _num(s["corr_b_n_u0"])),
+            ("Corr(b, n) over U = 0 entries (Pearson)", _corr_text(s["corr_b_n_u0"], s["corr_b_n_u0_interval"])),
             ("assertion_mismatch (as logged)", s["assertion_mismatch"]),
             ("critique asserts an option other than gold (strict parse)", s["asserts_other_than_gold"]),
             ("reuse of entries with a wrong verdict (b != 0)", _group_text(s["wrong_verdict"])),

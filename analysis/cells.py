@@ -15,25 +15,27 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from critique.analysis import tally
+from critique.analysis import intervals, tally
 from critique.base import vocab
 from critique.analysis.load import Logs
 from critique.analysis.read import model_label
 
 COLUMNS = {
     "accuracy": ["model", "dataset", "strategy", "accuracy", "timeout_rate", "parse_fail_rate", "error_rate",
-                 "overflow_rate", "n", "errors", "overflows", "majority"],
+                 "overflow_rate", "n", "errors", "overflows", "majority", "ci_low", "ci_high", "ci_method"],
     "train": ["model", "dataset", "timeout_rate", "parse_fail_rate", "error_rate", "overflow_rate", "n", "errors",
               "overflows"],
     "per_user": ["model", "dataset", "strategy", "user", "accuracy", "n", "errors"],
-    "tokens": ["model", "dataset", "strategy", "tokens_per_question", "reasoning"],
-    "costs": ["model", "dataset", "init_tokens", "critique_tokens", "summary_tokens"],
+    "tokens": ["model", "dataset", "strategy", "tokens_per_question", "prompt_tokens_per_question", "reasoning"],
+    "costs": ["model", "dataset", "init_tokens", "critique_tokens", "summary_tokens", "init_prompt_tokens",
+              "critique_prompt_tokens", "summary_prompt_tokens"],
     "suggestibility": ["model", "dataset", "attribution", "acc_truth", "acc_lying", "n", "errors", "delivered_truth",
                        "delivered_lying", "acc_truth_delivered", "acc_lying_delivered"],
     "ablations": ["ablation", "model", "dataset", "strategy", "value", "accuracy", "n", "errors"],
     "mismatch": ["model", "dataset", "entries", "mismatches", "mismatch_rate"],
 }
 COST_STAGES = {vocab.TRAIN: "init_tokens", vocab.CRITIQUE: "critique_tokens", vocab.SUMMARY: "summary_tokens"}
+PROMPT_COST_STAGES = {stage: column.replace("_tokens", "_prompt_tokens") for stage, column in COST_STAGES.items()}
 
 
 @dataclass
@@ -41,8 +43,8 @@ class Cells:
     accuracy: list[dict]  # test stage of plain runs
     train: list[dict]  # train_predict stage of plain runs
     per_user: list[dict]  # preference datasets only
-    tokens: list[dict]  # mean completion tokens (reasoning included) per answered test question
-    costs: list[dict]  # total completion tokens of the offline stages
+    tokens: list[dict]  # mean completion tokens (reasoning included) and prompt tokens per answered test question
+    costs: list[dict]  # total completion tokens, and prompt tokens, of the offline stages
     suggestibility: list[dict]  # accuracy with a truthful / a lying critique in context
     ablations: list[dict]  # test accuracy of ablation runs, by ablation name and value
     source: str = "logs"
@@ -126,6 +128,11 @@ def rates(groups: Groups, keys: list[str], order=key_order) -> list[dict]:
     return rows
 
 
+def cell_interval(users: dict) -> dict:
+    """The 95% interval of a cell's accuracy (user -> tally; see analysis.intervals)."""
+    return intervals.accuracy_interval([(t[tally.CORRECT], t[tally.RECORDS]) for t in users.values()])
+
+
 def _pick(rows: list[dict], name: str) -> list[dict]:
     return [{c: row.get(c) for c in COLUMNS[name]} for row in rows]
 
@@ -140,7 +147,8 @@ def reasoning_models(logs: Logs) -> set[str]:
 
 
 def _tokens(groups: Groups, reasoning: set[str]) -> list[dict]:
-    """Mean completion tokens per answered question, where the answers carry tokens."""
+    """Mean completion tokens per answered question, where the answers carry tokens; beside them the mean
+    prompt (input) tokens per answered question that reports them (None where none does)."""
     rows = []
     for key in sorted(groups, key=key_order):
         total = tally.new()
@@ -150,13 +158,15 @@ def _tokens(groups: Groups, reasoning: set[str]) -> list[dict]:
             model, dataset, strategy = key
             rows.append({"model": model, "dataset": dataset, "strategy": strategy,
                          "tokens_per_question": total[tally.TOKENS] / total[tally.WITH_TOKENS],
+                         "prompt_tokens_per_question": total[tally.PROMPT_TOKENS] / total[tally.WITH_PROMPT]
+                         if total[tally.WITH_PROMPT] else None,
                          "reasoning": model in reasoning})
     return rows
 
 
 def _costs(offline: dict) -> list[dict]:
     """(model, dataset) -> stage -> tally of answered records => one row per (model, dataset) with an
-    answered record of an offline stage: its stages' token sums (None without tokens)."""
+    answered record of an offline stage: its stages' completion and prompt token sums (None without tokens)."""
     rows = []
     for (model, dataset) in sorted(offline, key=key_order):
         stages = offline[(model, dataset)]
@@ -166,6 +176,8 @@ def _costs(offline: dict) -> list[dict]:
         for stage, column in COST_STAGES.items():
             counts = stages.get(stage)
             row[column] = counts[tally.TOKENS] if counts and counts[tally.WITH_TOKENS] else None
+            prompt = PROMPT_COST_STAGES[stage]
+            row[prompt] = counts[tally.PROMPT_TOKENS] if counts and counts[tally.WITH_PROMPT] else None
         rows.append(row)
     return rows
 
@@ -281,7 +293,8 @@ def from_logs(logs: Logs) -> Cells:
                      lambda key: (*key_order(key[:-1]), value_key(key[-1])))
         ablation_rows += _pick([{**row, "ablation": name} for row in rows], "ablations")
     baseline = majority(accuracy, train)
-    accuracy_rows = [{**row, "majority": baseline.get((row["model"], row["dataset"]))}
+    accuracy_rows = [{**row, "majority": baseline.get((row["model"], row["dataset"])),
+                      **cell_interval(accuracy[(row["model"], row["dataset"], row["strategy"])])}
                      for row in rates(accuracy, ["model", "dataset", "strategy"])]
     return Cells(
         accuracy=_pick(accuracy_rows, "accuracy"),

@@ -31,7 +31,9 @@ def add_inputs(parser) -> None:
     parser.add_argument("--suggestibility", metavar="CSV", help="per-cell suggestibility probe accuracies")
     parser.add_argument("--costs", metavar="CSV", help="per-cell offline token costs")
     parser.add_argument("--allow-mixed", action="store_true",
-                        help="pool runs of one model and dataset even when their prompt templates differ")
+                        help="pool runs of one experiment (one model, dataset and settings) even when their prompt "
+                             "templates differ; runs that differ in a setting (--prompts, --critic, ...) are other "
+                             "experiments, always kept apart and named by what differs")
     parser.add_argument("--inference", action="store_true",
                         help="add the item-level tables: paired McNemar tests and bootstrap intervals per (model, "
                              "dataset), Holm adjustment, a pooled logistic model clustered by item, C4 within "

@@ -8,6 +8,9 @@ predictions:
 - `accuracy` (%): the verifier's arm (its flagged entries demoted);
 - `random_mean`, `random_sd`, `random_seeds`: the control, the arms that demoted as many entries (`demoted`) at
   random in the same mode, over their seeds (SD with n - 1; none with one seed);
+- `control`: what the verifier arm is compared with: the random arms, or none possible when the verifier
+  flagged every entry of the source's memory (as many chosen at random are the same entries, answered from
+  the verifier arm's own log: no control, so random_* and vs_random are left empty);
 - `vs_random`: accuracy - random_mean, in points; `source`: the source run's own accuracy (nothing demoted),
   `vs_source` likewise;
 - `shown` (%): the verifier arm's prompts that show (doubt) or would have shown (drop: the source's prompt)
@@ -32,10 +35,12 @@ KEY = "deinflate"
 TITLE = "De-inflation: accuracy (%) with the flagged entries demoted, against as many demoted at random"
 STRATEGIES = (vocab.EP_CRIT, vocab.EP_SEM_CRIT)
 COLUMNS = ["model", "dataset", "critic", "mode", "verifier", "strategy", "demoted", "accuracy", "random_mean",
-           "random_sd", "random_seeds", "vs_random", "source", "vs_source", "shown", "n", "errors"]
+           "random_sd", "random_seeds", "vs_random", "control", "source", "vs_source", "shown", "n", "errors"]
 NOTE = ("accuracy: the verifier's arm (its flagged entries demoted: doubt = shown as doubtful in EP prompts, drop = "
         "removed from memory); random_*: the budget-matched control, as many entries demoted at random, mean and SD "
-        "over its seeds; vs_*: points; source: the run de-inflated, nothing demoted; shown: share of the verifier "
+        "over its seeds; control: the random arms, or why no control is possible (a verifier that flags every "
+        "entry leaves no other entries to choose at random); vs_*: points; source: the run de-inflated, nothing "
+        "demoted; shown: share of the verifier "
         "arm's prompts with a demoted entry (drop: in the source's prompt); errors, timeouts, parse failures count "
         "wrong")
 
@@ -78,6 +83,18 @@ def _shown(path: Path, source_predictions: list[dict], strategy: str, prediction
     return 100.0 * mean(int(any(i in demoted for i in p.get("retrieved") or [])) for p in mine)
 
 
+def control_text(arm: dict, source: Path | None, controls: list[dict], problems: list[str]) -> str | None:
+    """None when the random arms are a control; else why none is possible (the verifier flagged every entry of
+    the source's memory) or none was run."""
+    entries = logs.memory(source, problems) if source is not None and source.is_dir() else None
+    flagged = _demoted_ids(arm["path"])
+    if entries and {e.get("id") for e in entries} <= flagged:
+        return (f"none possible: the verifier flagged all {len(entries)} entries, so as many chosen at random are "
+                "the same entries" + (f" (its {len(controls)} random arm{'s' if len(controls) > 1 else ''} "
+                                      "repeat the verifier arm)" if controls else ""))
+    return None if controls else "none run (critique deinflate --control random:N)"
+
+
 def arms(paths: list[Path], problems: list[str]) -> list[dict]:
     """Each de-inflation arm read: its probe, path, predictions."""
     found = []
@@ -112,11 +129,13 @@ def rows(found: list[dict], problems: list[str]) -> list[dict]:
                     and a["probe"].get("mode") == probe.get("mode")
                     and a["probe"].get("demoted") == probe.get("demoted")]
         config = (source_manifest or manifest).get("config") or {}
+        why = control_text(arm, source, controls, problems)
+        compared = [] if why else controls
         for strategy in STRATEGIES:
             value, n, errors = accuracy(arm["predictions"], strategy, preference)
             if n == 0:
                 continue
-            randoms = [v for c in controls for v in [accuracy(c["predictions"], strategy, preference)[0]]
+            randoms = [v for c in compared for v in [accuracy(c["predictions"], strategy, preference)[0]]
                        if v is not None]
             base = accuracy(source_predictions, strategy, preference)[0] if source_predictions else None
             random_mean = mean(randoms) if randoms else None
@@ -127,6 +146,7 @@ def rows(found: list[dict], problems: list[str]) -> list[dict]:
                         "random_sd": statistics.stdev(randoms) if len(randoms) > 1 else None,
                         "random_seeds": len(randoms),
                         "vs_random": None if random_mean is None or value is None else value - random_mean,
+                        "control": why or f"random, {len(randoms)} seed{'' if len(randoms) == 1 else 's'}",
                         "source": base, "vs_source": None if base is None or value is None else value - base,
                         "shown": _shown(arm["path"], source_predictions, strategy, arm["predictions"],
                                         probe.get("mode")),

@@ -2,13 +2,14 @@
 reused more, does a wrong retrieved set make the test answer wrong, and what the critic mode costs.
 
 Per plain run with episodic memory (one row each, `echo`):
-- leniency `P(r = 1 | U = 0)` and specificity `P(r = 0 | U = 1)`, in percent: U, r, b and the reuse n of each
-  entry are critique.analysis.audit's (`entry_rows`, `count_reuse`: one definition each), n counted over the
-  CONTAMINATING strategies' prompts only (those kappa reads: EP_LABEL shows labels, not verdicts);
-- `Corr(b, n | U = 0)` with a seeded percentile bootstrap interval over the U = 0 entries;
+- leniency `P(r = 1 | U = 0)` with its Wilson interval and specificity `P(r = 0 | U = 1)`, in percent: U, r, b
+  and the reuse n of each entry are critique.analysis.audit's (`entry_rows`, `count_reuse`: one definition
+  each; n counts EP_CRIT and EP+SEM_CRIT prompts, echo_stats.REUSE_NOTE);
+- `Corr(b, n | U = 0)` with the wrong-but-trusted reused entries that carry it and a seeded percentile
+  bootstrap interval, or the reason none is given (critique.analysis.echo_stats);
 - the contamination slope kappa: the least-squares slope of a test prompt's error (1 - correct) on the share
-  of its retrieved entries whose stored verdict is wrong (b != 0), over the prompts of the critique strategies
-  that retrieve (EP_CRIT, EP+SEM_CRIT) with at least one entry of known verdict;
+  of its retrieved entries (of known verdict) that are wrong-but-trusted (b = +1), over the same strategies'
+  prompts, with the prompts whose share varies and an interval over resampled test questions;
 - with the generator's truth (pref-gen: meta.rule_prefers, the label before the generator flipped it), the
   leniency and specificity against that truth too.
 Per run and strategy (`echo_accuracy`): the strategy's accuracy (Table 1's cell) next to the gold-critic run
@@ -19,28 +20,44 @@ dataset folder for the generator's truth) only."""
 
 from __future__ import annotations
 
-import random
-import statistics
 from pathlib import Path
 
 from critique.analysis import audit, logs
 from critique.analysis.cells import mean
+from critique.analysis.echo_stats import BOOTSTRAP, LEVEL, MAX_UNDEFINED, MIN_CARRIERS, MIN_VARYING, REUSE, \
+    REUSE_NOTE, SEED, contamination, corr_b_n
+from critique.analysis.stats import wilson
 from critique.analysis.tabular import Table
 from critique.base import vocab
 from critique.base.ids import entry_id
 
 ECHO_TITLE = "Echo Gap: stored verdicts against the truth, their reuse, and the contamination slope, per run"
 ACCURACY_TITLE = "Echo Gap: accuracy (%) of each strategy next to the gold-critic run and zero_shot"
-CONTAMINATING = (vocab.EP_CRIT, vocab.EP_SEM_CRIT)  # strategies whose retrieved entries carry stored verdicts
-BOOTSTRAP = 1000  # resamples of the interval of Corr(b, n | U = 0)
-LEVEL = 0.95
-SEED = 0
-ECHO_COLUMNS = ["model", "dataset", "critic", "entries", "verdict_unknown", "u0", "leniency", "specificity",
-                "corr_b_n_u0", "corr_low", "corr_high", "kappa", "kappa_prompts", "label_flipped",
-                "believed_not_gold", "leniency_generator", "specificity_generator"]
+ECHO_COLUMNS = ["model", "dataset", "critic", "entries", "verdict_unknown", "u0", "leniency", "leniency_low",
+                "leniency_high", "specificity", "corr_b_n_u0", "lenient_reused", "corr_undefined", "corr_low",
+                "corr_high", "corr_why", "kappa", "kappa_low", "kappa_high", "kappa_prompts", "kappa_varying",
+                "kappa_why", "label_flipped", "believed_not_gold", "leniency_generator", "specificity_generator"]
+ECHO_NOTE = (
+    "truth: the gold label (U: the initial answer is the gold; r: the entry's stored verdict says it is right: a self "
+    "critic's verdict, else the option its correct_answer asserts is the initial answer; entries whose verdict names "
+    "nothing are verdict_unknown and left out); u0: entries with U=0 and a known verdict; leniency = P(r=1 | U=0) "
+    f"with its {LEVEL:.0%} Wilson interval (leniency_low/high) and specificity = P(r=0 | U=1), in percent; "
+    f"{REUSE_NOTE}; corr_b_n_u0: Pearson's r of b = r - U and n over the u0 entries; lenient_reused: the "
+    "wrong-but-trusted entries (U=0, b=+1) with n > 0, which carry it; corr_low/corr_high: its percentile bootstrap "
+    f"interval ({BOOTSTRAP} resamples of the u0 entries, seed {SEED}), given only with at least {MIN_CARRIERS} "
+    f"lenient_reused and {MIN_CARRIERS} u0 entries with b=0 and at most {MAX_UNDEFINED:.0%} of resamples undefined "
+    "(corr_undefined, %), else corr_why says why not; kappa: least-squares slope of a prompt's test error on the "
+    "share of its retrieved entries of known verdict that are wrong-but-trusted (b=+1), over the EP_CRIT and "
+    "EP+SEM_CRIT prompts that retrieved an entry of known verdict (kappa_prompts), kappa_varying of them with a "
+    "share other than the most common one; kappa_low/high: its percentile interval over resampled test questions "
+    f"({BOOTSTRAP} resamples, seed {SEED}), given only with at least "
+    f"{MIN_CARRIERS} wrong-but-trusted entries retrieved and {MIN_VARYING} varying prompts, else kappa_why says why "
+    "not; label_flipped: entries whose label --critic noisy:R flipped; believed_not_gold: self-graded entries whose "
+    "believed answer is not the gold")
 ACCURACY_COLUMNS = ["model", "dataset", "critic", "strategy", "accuracy", "gold_critic", "vs_gold_critic",
                     "zero_shot", "vs_zero_shot"]
-FORMATS = {"corr_b_n_u0": ".2f", "corr_low": ".2f", "corr_high": ".2f", "kappa": ".3f"}
+FORMATS = {"corr_b_n_u0": ".2f", "corr_low": ".2f", "corr_high": ".2f", "kappa": ".3f", "kappa_low": ".3f",
+           "kappa_high": ".3f"}
 
 
 def critic_of(settings: dict) -> str:
@@ -63,53 +80,6 @@ def rate(flags: list) -> float | None:
     return None if found is None else 100.0 * found
 
 
-def bootstrap_corr(xs: list[float], ys: list[float], seed: int = SEED, resamples: int = BOOTSTRAP,
-                   level: float = LEVEL) -> tuple[float | None, float | None]:
-    """The percentile interval of Pearson's r over `resamples` seeded resamples of the pairs (a resample whose
-    r is undefined, one variable constant, is left out); (None, None) with fewer than 3 pairs or fewer than
-    half the resamples defined."""
-    if len(xs) < 3:
-        return None, None
-    rng = random.Random(seed)
-    pairs = list(zip(xs, ys))
-    found = []
-    for _ in range(resamples):
-        sample = [pairs[rng.randrange(len(pairs))] for _ in pairs]
-        r = audit.pearson([x for x, _ in sample], [y for _, y in sample])
-        if r is not None:
-            found.append(r)
-    if len(found) < resamples / 2:
-        return None, None
-    found.sort()
-    tail = (1 - level) / 2
-    low = found[int(tail * (len(found) - 1))]
-    high = found[int(round((1 - tail) * (len(found) - 1)))]
-    return low, high
-
-
-def slope(xs: list[float], ys: list[float]) -> float | None:
-    """The least-squares slope of ys on xs; None with fewer than two points or xs constant."""
-    try:
-        return statistics.linear_regression(xs, ys).slope
-    except statistics.StatisticsError:
-        return None
-
-
-def contamination(rows: list[dict], predictions: list[dict]) -> tuple[float | None, int]:
-    """(kappa, prompts used): test error on the share of wrong stored verdicts (b != 0) in the retrieved set."""
-    verdict = {row["id"]: row["b"] for row in rows}
-    xs, ys = [], []
-    for p in predictions:
-        if p.get("strategy") not in CONTAMINATING:
-            continue
-        known = [verdict[i] for i in p.get("retrieved") or [] if verdict.get(i) is not None]
-        if not known:
-            continue
-        xs.append(sum(b != 0 for b in known) / len(known))
-        ys.append(0.0 if p.get("correct") is True else 1.0)
-    return slope(xs, ys), len(xs)
-
-
 def generator_rates(rows: list[dict], truth: dict) -> tuple[float | None, float | None]:
     """(leniency, specificity) against the generator's truth (meta.rule_prefers), where the dataset has it."""
     judged = []
@@ -120,10 +90,24 @@ def generator_rates(rows: list[dict], truth: dict) -> tuple[float | None, float 
     return (rate([r == 1 for u, r in judged if u == 0]), rate([r == 0 for u, r in judged if u == 1]))
 
 
+def gap_columns(rows: list[dict], predictions: list[dict]) -> dict:
+    """Leniency (Wilson interval), Corr(b, n | U = 0) and kappa with what each rests on, from entry rows whose
+    reuse n is counted; percent for rates and for the share of undefined resamples."""
+    u0 = [r for r in rows if r["r"] is not None and r["U"] == 0]
+    low, high = wilson(sum(r["r"] for r in u0), len(u0))
+    corr = corr_b_n(u0)
+    kappa = contamination(rows, predictions, REUSE)
+    return {"leniency": rate([r["r"] == 1 for r in u0]), "leniency_low": None if low is None else 100 * low,
+            "leniency_high": None if high is None else 100 * high, "corr_b_n_u0": corr["value"],
+            "lenient_reused": corr["lenient_reused"],
+            "corr_undefined": None if corr["undefined"] is None else 100 * corr["undefined"],
+            "corr_low": corr["low"], "corr_high": corr["high"], "corr_why": corr["why"], "kappa": kappa["kappa"],
+            "kappa_low": kappa["low"], "kappa_high": kappa["high"], "kappa_prompts": kappa["prompts"],
+            "kappa_varying": kappa["varying"], "kappa_why": kappa["why"]}
+
+
 def run_row(meta: dict, problems: list[str], data_dirs: list[str] = ()) -> dict | None:
     """The Echo-Gap numbers of one run; None when it has no episodic memory."""
-    import json
-
     path = Path(meta["path"])
     entries, _ = audit.read_memory(path, problems)
     if entries is None:
@@ -133,20 +117,13 @@ def run_row(meta: dict, problems: list[str], data_dirs: list[str] = ()) -> dict 
     predictions = audit.counted(path, vocab.TEST, problems)
     truth, _ = audit.read_truth(manifest, list(data_dirs))
     rows = audit.entry_rows(entries, space, truth)
-    # the reuse n counts retrievals into the prompts that carry stored verdicts (CONTAMINATING, as kappa): an
-    # EP_LABEL prompt shows the label, not the verdict, so it cannot echo one
-    audit.count_reuse(rows, [p for p in predictions if p.get("strategy") in CONTAMINATING], problems, meta["path"])
+    audit.count_reuse(rows, predictions, problems, meta["path"])  # n: REUSE's prompts only (REUSE_NOTE)
     known = [r for r in rows if r["r"] is not None]
-    u0 = [r for r in known if r["U"] == 0]
-    low, high = bootstrap_corr([r["b"] for r in u0], [r["n"] for r in u0])
-    kappa, prompts = contamination(rows, predictions)
     self_graded = [r for r in rows if r["believed"] is not None]
     gen_leniency, gen_specificity = generator_rates(rows, truth)
-    return {**run_label(meta), "entries": len(rows), "verdict_unknown": len(rows) - len(known), "u0": len(u0),
-            "leniency": rate([r["r"] == 1 for r in u0]),
+    return {**run_label(meta), "entries": len(rows), "verdict_unknown": len(rows) - len(known),
+            "u0": sum(r["U"] == 0 for r in known), **gap_columns(rows, predictions),
             "specificity": rate([r["r"] == 0 for r in known if r["U"] == 1]),
-            "corr_b_n_u0": audit.pearson([r["b"] for r in u0], [r["n"] for r in u0]),
-            "corr_low": low, "corr_high": high, "kappa": kappa, "kappa_prompts": prompts,
             "label_flipped": sum(r["label_flipped"] for r in rows),
             "believed_not_gold": sum(r["believed"] != r["gold"] for r in self_graded) if self_graded else None,
             "leniency_generator": gen_leniency, "specificity_generator": gen_specificity}
@@ -161,16 +138,7 @@ def echo_table(metas: list[dict], problems: list[str], data_dirs: list[str] = ()
                                                  "(memory/episodic.jsonl)")
     rows = sorted(found, key=lambda r: (r["model"], r["dataset"], r["critic"]))
     keep = [c for c in ECHO_COLUMNS if not c.endswith("_generator") or any(r[c] is not None for r in rows)]
-    note = ("truth: the gold label (U: the initial answer is the gold; r: the entry's stored verdict says it is "
-            "right: a self critic's verdict, else the option its correct_answer asserts is the initial answer; "
-            "entries whose verdict names nothing are verdict_unknown and left out); leniency = P(r=1 | U=0) and "
-            "specificity = P(r=0 | U=1), in percent; u0: entries with U=0 and a known verdict; corr_b_n_u0: "
-            "Pearson's r of b = r - U and the reuse n (test prompts, any EP strategy, that retrieved the entry) "
-            f"over them, corr_low/corr_high its {LEVEL:.0%} percentile bootstrap interval ({BOOTSTRAP} resamples, "
-            f"seed {SEED}); kappa: slope of a prompt's test error on the share of its retrieved entries with a "
-            f"wrong stored verdict (b != 0), over {', '.join(CONTAMINATING)} prompts (kappa_prompts); label_flipped: "
-            "entries whose label --critic noisy:R flipped; believed_not_gold: self-graded entries whose believed "
-            "answer is not the gold")
+    note = ECHO_NOTE
     if any(c.endswith("_generator") for c in keep):
         note += ("; *_generator: against the generator's truth (pref-gen's meta.rule_prefers, the label before it "
                  "was flipped)")

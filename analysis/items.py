@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from critique.analysis.cells import Cells
-from critique.analysis.points import gains, study_points
+from critique.analysis.points import condition_order, conditions, gains, study_points
 from critique.analysis.tables import Result, suggestibility
 from critique.analysis.tabular import Table, records
 from critique.base import vocab
@@ -29,8 +29,8 @@ TITLES = {
     "paired": "Item-level: paired difference (points) of each critique strategy over each baseline, per (model, "
               "dataset)",
     "pooled": "Item-level: pooled odds ratio of each critique strategy against each baseline, over every (model, "
-              "dataset)",
-    "table2_holm": "Table 2 with Holm-adjusted sign-test p-values (the family of its tests)",
+              "dataset) of one experiment",
+    "table2_holm": "Table 2 with Holm-adjusted sign-test p-values (one family per experiment)",
     "c4_within": "C4 within dataset: Spearman between suggestibility and the EP+SEM_CRIT gain",
     "spread": "Run-to-run spread of accuracy (%) over repeats of one cell (consistency-probe repeats; seeds)",
 }
@@ -72,21 +72,47 @@ def _repeats(outcomes):
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
+def experiments(metas: list[dict], tests) -> list[tuple[str, object]]:
+    """The test predictions of each experiment (analysis.points.conditions: a critic condition, a prompt
+    set, ...), the default settings' first: each is its own family of tests and its own pooled fit, so
+    answers shared between experiments (zero_shot does not depend on the critic) count once in each."""
+    from critique.analysis.read import model_label, plain
+
+    labels = {(model_label(m), m["dataset"]): {"model": m["model"], "settings": m["settings"]}
+              for m in metas if plain(m)}
+    condition = conditions(labels)
+    tests = tests.assign(condition=[condition.get(point, "") for point in zip(tests["model"], tests["dataset"])])
+    return [(c, tests[tests["condition"] == c]) for c in condition_order(labels) or [""]]
+
+
+def _without_errors(tests) -> tuple[object, list[str]]:
+    """The pooled fit's predictions: a (model, dataset, strategy) cell with an error left out (its accuracy
+    is not the model's; an all-error experiment is no tie), and what was left out."""
+    cells = ["model", "dataset", "strategy"]
+    bad = tests.groupby(cells)["error"].transform("any") if len(tests) else tests["error"]
+    left = sorted({" / ".join(map(str, key)) for key in tests[bad][cells].itertuples(index=False)})
+    return tests[~bad], left
+
+
 def compute(metas: list[dict], seed: int = SEED, resamples: int = RESAMPLES) -> dict:
-    """The item-level numbers that need only the logs: paired rows, pooled rows, repeat spread."""
+    """The item-level numbers that need only the logs: paired rows (Holm within each experiment), pooled
+    rows (one fit per experiment), repeat spread."""
     from critique.analysis import frames, inference
 
     logs = frames.Logs(metas)
     outcomes = logs.outcomes()
-    tests = _test_rows(outcomes)
-    paired = _marked(inference.records(inference.paired(tests, seed=seed, resamples=resamples,
-                                                        confidence=CONFIDENCE)), tests)
-    pooled = inference.records(inference.pooled(tests))
+    paired, pooled, left_out = [], [], []
+    for condition, tests in experiments(metas, _test_rows(outcomes)):
+        paired += [{"condition": condition, **r} for r in _marked(inference.records(inference.paired(
+            tests, seed=seed, resamples=resamples, confidence=CONFIDENCE)), tests)]
+        clean, left = _without_errors(tests)
+        pooled += [{"condition": condition, **r} for r in inference.records(inference.pooled(clean))]
+        left_out += [f"{condition}: {cell}" if condition else cell for cell in left]
     for row in pooled:  # a zero standard error (no discordant item anywhere) gives no interval
         if row["ci_low"] is not None and row["ci_low"] == row["ci_high"]:
             row["ci_low"] = row["ci_high"] = row["p"] = None
     repeated = _repeats(outcomes)
-    return {"paired": paired, "pooled": pooled, "errors": logs.errors,
+    return {"paired": paired, "pooled": pooled, "pooled_left_out": left_out, "errors": logs.errors,
             "repeat_spread": inference.records(inference.repeat_spread(repeated)) if repeated is not None else [],
             "seed": seed, "resamples": resamples, "confidence": CONFIDENCE, "when": WHEN}
 
@@ -110,12 +136,17 @@ def _marked(rows: list[dict], tests) -> list[dict]:
 
 
 def finish(computed: dict, table2_p: list, c4_points: dict[str, list[dict]] | None) -> dict:
-    """`computed` and what needs the paper's tables: Holm over Table 2's sign tests (`table2_p`, in
-    its row order) and, per baseline, Spearman within dataset over C4's points (dicts of model,
-    dataset, suggestibility, gain)."""
+    """`computed` and what needs the paper's tables: Holm over Table 2's sign tests (`table2_p`: (condition,
+    p) in its row order; one family per condition) and, per baseline, Spearman within dataset over C4's
+    points (dicts of model, dataset, suggestibility, gain)."""
     from critique.analysis import inference
 
-    data = {**computed, "table2_p_holm": inference.holm(table2_p)}
+    adjusted: list = [None] * len(table2_p)
+    for condition in dict.fromkeys(c for c, _ in table2_p):
+        mine = [i for i, (c, _) in enumerate(table2_p) if c == condition]
+        for i, p in zip(mine, inference.holm([table2_p[i][1] for i in mine])):
+            adjusted[i] = p
+    data = {**computed, "table2_p_holm": adjusted}
     data["c4_within"] = None if c4_points is None else {
         f"vs_{suffix}": inference.within_dataset_spearman(rows) for suffix, rows in c4_points.items()}
     return data
@@ -137,9 +168,10 @@ def c4_points(cells: Cells, result: Result) -> dict[str, list[dict]] | None:
     return out
 
 
-def table2_p(result: Result) -> list:
+def table2_p(result: Result) -> list[tuple[str, float | None]]:
+    """(condition, p_sign) of each Table 2 row, in its order."""
     table2 = result.table("table2")
-    return [] if table2.skipped else [r["p_sign"] for r in table2.rows]
+    return [] if table2.skipped else [(r.get("condition") or "", r["p_sign"]) for r in table2.rows]
 
 
 PAIRED = ["model", "dataset", "strategy", "baseline", "n", "acc_strategy", "acc_baseline", "diff", "ci_low", "ci_high",
@@ -157,24 +189,24 @@ def tables(data: dict, result: Result) -> Inference:
                 "resampled as clusters on preference data, whose accuracy is the mean over users as in Table 1); "
                 "discordant: items the strategy got right and the baseline wrong (wins) and the reverse (losses); "
                 "p_mcnemar: exact McNemar test on them (items, not users: on preference data it ignores the "
-                "clustering the interval respects); p_holm: Holm-adjusted over every row of this table; no interval "
+                "clustering the interval respects); p_holm: Holm-adjusted over the rows of its experiment (one family "
+                "per condition, never pooled across them); no interval "
                 "where no item is discordant; errors: predictions of either arm that ended in an error (flagged: "
                 "counted wrong, not answers of the model); direction_agrees no: the per-user difference and the "
                 "discordant items point opposite ways, so read the two apart")
-        out.append(Table("paired", TITLES["paired"], PAIRED, records(data["paired"], PAIRED), note=note))
+        out.append(Table("paired", TITLES["paired"], _named(PAIRED, data["paired"]),
+                         records(data["paired"], _named(PAIRED, data["paired"])), note=note))
     else:
         out.append(Table("paired", TITLES["paired"], skipped="no (model, dataset) point has a critique strategy and "
                                                              "a baseline answered on the same items"))
-    methods = "; ".join(sorted({r["method"].rstrip(".") for r in data["pooled"] if r.get("method")}))
-    out.append(Table("pooled", TITLES["pooled"], POOLED, records(data["pooled"], POOLED),
-                     note="odds ratio > 1: the strategy is more often right than the baseline; " + methods,
-                     formats={"ci_low": ".2f", "ci_high": ".2f"}))
+    out.append(_pooled_table(data))
     table2 = result.table("table2")
     holm_rows = [] if table2.skipped else [{**r, "p_holm": p} for r, p in zip(table2.rows, data["table2_p_holm"])]
-    out.append(Table("table2_holm", TITLES["table2_holm"], ["critique", "baseline", "n", "mean", "wins", "losses",
-                                                             "ties", "p_sign", "p_holm"], holm_rows,
-                     skipped=table2.skipped,
-                     note="p_holm: Holm over the sign tests of Table 2 (ties and untestable rows left out)"))
+    holm_columns = _named(["critique", "baseline", "n", "mean", "wins", "losses", "ties", "p_sign", "p_holm"],
+                          holm_rows)
+    out.append(Table("table2_holm", TITLES["table2_holm"], holm_columns, holm_rows, skipped=table2.skipped,
+                     note="p_holm: Holm over the sign tests of Table 2 of its condition, one family per experiment "
+                          "(ties and untestable rows left out)"))
     out.append(_c4_table(data["c4_within"], result))
     if data["repeat_spread"]:
         out.append(Table("spread", TITLES["spread"], SPREAD, records(data["repeat_spread"], SPREAD),
@@ -182,9 +214,30 @@ def tables(data: dict, result: Result) -> Inference:
     else:
         out.append(Table("spread", TITLES["spread"], skipped="no cell was repeated (no consistency probe, no runs "
                                                              "that differ in their seed alone)"))
-    json_data = {k: data[k] for k in ("paired", "pooled", "repeat_spread", "seed", "resamples", "confidence", "when")}
+    json_data = {k: data[k] for k in ("paired", "pooled", "pooled_left_out", "repeat_spread", "seed", "resamples",
+                                      "confidence", "when")}
     json_data["table2_holm"] = holm_rows
     return Inference(out, json_data, data["c4_within"])
+
+
+def _named(columns: list[str], rows: list[dict]) -> list[str]:
+    """`columns`, led by the experiment's condition when the rows hold a named one."""
+    return (["condition"] if any(r.get("condition") for r in rows) else []) + columns
+
+
+def _pooled_table(data: dict) -> Table:
+    """One pooled fit per experiment (condition); the cells left out for their errors named."""
+    methods = "; ".join(dict.fromkeys(
+        (f"{r['condition']}: " if r.get("condition") else "") + r["method"].rstrip(".")
+        for r in data["pooled"] if r.get("method")))
+    left = data.get("pooled_left_out") or []
+    note = "odds ratio > 1: the strategy is more often right than the baseline; " + methods
+    if left:
+        note += ("; left out of the fit, their predictions ended in an error (not answers of the model): "
+                 + ", ".join(left))
+    columns = _named(POOLED, data["pooled"])
+    return Table("pooled", TITLES["pooled"], columns, records(data["pooled"], columns), note=note,
+                 formats={"ci_low": ".2f", "ci_high": ".2f"})
 
 
 def _c4_table(within: dict | None, result: Result) -> Table:

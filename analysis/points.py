@@ -1,10 +1,13 @@
 """The study's (model, dataset) points: each strategy's accuracy per model and dataset, the points Table 2 and
-the claims test (one per experiment, seeds averaged, a strategy whose predictions errored left out), and the
-gains between two strategies at each point."""
+the claims test (one study per condition, e.g. per critic; seeds averaged; a strategy or a whole point whose
+predictions errored left out), and the gains between two strategies at each point."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 from critique.analysis.cells import Cells, mean, name_key
+from critique.base.config import RunConfig
 
 Points = dict  # (model, dataset) -> strategy -> accuracy
 
@@ -19,34 +22,108 @@ def points(accuracy: list[dict]) -> Points:
     return out
 
 
-def study_points(cells: Cells) -> tuple[Points, list[str]]:
-    """Table 2's and the claims' points: one per model and dataset. Several plain experiments of one
-    model and dataset (analysis.read.label_variants) that differ in their seed alone count as one
-    point, the mean over seeds (keyed by the model's own name); differing in anything else, they
-    are left out, since the tests assume independent points. Also says what it did."""
-    groups: dict[tuple, list] = {}
-    errored = [r for r in cells.accuracy if r.get("errors")]  # their accuracy is not the model's: no point
-    notes = [f"{r['model']} / {r['dataset']} / {r['strategy']}: left out, {r['errors']} of its {r['n']} predictions "
-             "ended in an error (rerun it to retry them)" for r in errored]
-    counted = [r for r in cells.accuracy if not r.get("errors")]
-    for (label, dataset), accuracy in points(counted).items():
-        about = cells.labels.get((label, dataset)) or {"model": label, "settings": {}}
-        groups.setdefault((about["model"], dataset), []).append((label, accuracy, about["settings"]))
-    out: Points = {}
-    for (model, dataset), members in sorted(groups.items(), key=lambda item: tuple(map(name_key, item[0]))):
-        if len(members) == 1:
-            out[(members[0][0], dataset)] = members[0][1]
+@dataclass
+class Study:
+    """One experiment's Table 2 points: the (model, dataset) points of one condition."""
+    condition: str  # the settings that tell it from the other experiments read ("" when there is one)
+    points: Points
+    notes: list[str]  # what was done with its points, each naming the condition
+    default: bool  # its settings are RunConfig's defaults (with --critic gold: the paper's)
+
+    def named(self, text: str) -> str:
+        """`text` with the condition it is about (nothing to name when the inputs hold one experiment)."""
+        return f"{self.condition}: {text}" if self.condition else text
+
+
+def condition_keys(labels: dict) -> list[str]:
+    """The settings in which the plain runs of some model and dataset differ (analysis.read.label_variants),
+    seed aside (seeds are averaged), in the order of the settings."""
+    groups: dict[tuple, list[dict]] = {}
+    for (_, dataset), about in labels.items():
+        groups.setdefault((about["model"], dataset), []).append(about["settings"])
+    order = list(dict.fromkeys(k for about in labels.values() for k in about["settings"]))
+    return [k for k in order if k != "seed"
+            and any(len({repr(s.get(k)) for s in members}) > 1 for members in groups.values())]
+
+
+def conditions(labels: dict) -> dict[tuple, str]:
+    """(model as shown, dataset) -> its condition: its values of the `condition_keys`, e.g. "critic=self".
+    Every point has its values of every such setting, so a model that ran only the gold critic joins
+    another's critic=gold experiment; "" when no setting differs."""
+    keys = condition_keys(labels)
+    shown = {None: "default"}
+    return {point: ", ".join(f"{k}={shown.get(about['settings'].get(k), about['settings'].get(k))}" for k in keys)
+            for point, about in labels.items()}
+
+
+def _default(settings: dict, keys: list[str]) -> bool:
+    defaults = {f.name: f.default for f in fields(RunConfig)}
+    return all(k in defaults and settings.get(k) == defaults[k] for k in keys)
+
+
+def condition_order(labels: dict) -> list[str]:
+    """The conditions of `conditions`, the default settings' first, then by name."""
+    keys, first = condition_keys(labels), {}
+    for point, cond in conditions(labels).items():
+        first[cond] = first.get(cond, False) or _default(labels[point]["settings"], keys)
+    return sorted(first, key=lambda cond: (not first[cond], name_key(cond)))
+
+
+def _errored(cells: Cells) -> tuple[list[dict], list[tuple]]:
+    """The accuracy rows without an error, and (point, why) for each left out: a whole point whose every
+    prediction failed (no answer of the model: never a tie), else each strategy with errors."""
+    notes, by_point = [], {}
+    for r in cells.accuracy:
+        by_point.setdefault((r["model"], r["dataset"]), []).append(r)
+    for (model, dataset), rows in by_point.items():
+        if all(r.get("errors") and r["errors"] == r["n"] for r in rows):
+            notes.append(((model, dataset), f"{model} / {dataset}: left out, all {sum(r['n'] for r in rows)} of its "
+                                            "predictions ended in an error (no answer of the model: no gain, no tie; "
+                                            "rerun it to retry them)"))
             continue
-        keys = sorted({k for _, _, settings in members for k in settings})
-        differ = [k for k in keys if len({repr(settings.get(k)) for _, _, settings in members}) > 1]
-        if differ == ["seed"]:
-            shared = set.intersection(*(set(accuracy) for _, accuracy, _ in members))
-            out[(model, dataset)] = {s: mean([accuracy[s] for _, accuracy, _ in members]) for s in shared}
-            notes.append(f"{model} / {dataset}: one point, the mean over {len(members)} seeds")
-        else:
-            notes.append(f"{model} / {dataset}: left out, its {len(members)} experiments differ in "
-                         f"{', '.join(differ)} (one experiment per model and dataset, or seeds alone)")
-    return out, notes
+        notes += [((model, dataset), f"{model} / {dataset} / {r['strategy']}: left out, {r['errors']} of its {r['n']} "
+                                     "predictions ended in an error (rerun it to retry them)")
+                  for r in rows if r.get("errors")]
+    return [r for r in cells.accuracy if not r.get("errors")], notes
+
+
+def studies(cells: Cells) -> list[Study]:
+    """Table 2's and the claims' points, one study per condition (`conditions`: a critic condition, a
+    prompt set, ... is its own experiment, never pooled with another), the default settings' first, then
+    the one with most points. Within one, one point per model and dataset: plain experiments that differ
+    in their seed alone count as one point, the mean over seeds (keyed by the model's own name). A point or
+    strategy whose predictions errored is left out (`_errored`); each study's notes say what was done."""
+    labels = cells.labels or {}
+    condition, keys = conditions(labels), condition_keys(labels)
+    found: dict[str, Study] = {}
+
+    def study(point) -> Study:
+        cond = condition.get(point, "")
+        about = labels.get(point) or {"settings": {}}
+        return found.setdefault(cond, Study(cond, {}, [], _default(about["settings"], keys)))
+
+    counted, errored = _errored(cells)
+    groups: dict[tuple, list] = {}
+    for point, accuracy in points(counted).items():
+        model = (labels.get(point) or {"model": point[0]})["model"]
+        groups.setdefault((study(point).condition, model, point[1]), []).append((point, accuracy))
+    for (cond, model, dataset), members in sorted(groups.items(), key=lambda item: tuple(map(name_key, item[0]))):
+        mine = found[cond]
+        if len(members) == 1:
+            mine.points[members[0][0]] = members[0][1]
+            continue
+        shared = set.intersection(*(set(accuracy) for _, accuracy in members))
+        mine.points[(model, dataset)] = {s: mean([accuracy[s] for _, accuracy in members]) for s in shared}
+        mine.notes.append(mine.named(f"{model} / {dataset}: one point, the mean over {len(members)} seeds"))
+    for point, why in errored:
+        study(point).notes.append(study(point).named(why))
+    return sorted(found.values(), key=lambda s: (not s.default, -len(s.points), name_key(s.condition)))
+
+
+def study_points(cells: Cells) -> tuple[Points, list[str]]:
+    """The first study's points and notes (`studies`: the default settings', when they were run)."""
+    first = next(iter(studies(cells)), None)
+    return (first.points, first.notes) if first else ({}, [])
 
 
 def gains(points_: Points, critique: str, baseline: str) -> dict[tuple, float]:

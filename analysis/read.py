@@ -25,7 +25,7 @@ from critique.base.config import IDENTITY, manifest_value
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
                      "completion_tokens", "reasoning_tokens", "error", "gold",
-                     "context_overflow", "delivered")  # the order analysis.tally reads
+                     "context_overflow", "delivered", "prompt_tokens")  # the order analysis.tally reads
 # What an experiment is, besides its model, dataset, probe and ablation: the run settings that
 # make a run directory one run (critique.base.config.IDENTITY), the data and the prompt templates.
 CONFIG_SETTINGS = tuple(k for k in IDENTITY if k != "model")  # from the manifest's config
@@ -36,7 +36,8 @@ SETTINGS = CONFIG_SETTINGS + ("endpoint", "weights", "data")
 ABLATED = {"k": "k", "parts": "parts", "train_size": "train_fraction", "gate": "gate"}
 # A prediction carries the tokens of the call that answered it, so only the calls without a
 # prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
-CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error", "request_hash", "model")
+CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error", "request_hash", "model",
+               "prompt_tokens")
 CALL_STAGES = (vocab.CRITIQUE, vocab.RECRITIQUE, vocab.SUMMARY)
 MEMORY_FIELDS = ("assertion_mismatch", "recritique")  # of an episodic entry, or one --on-mismatch drop left out
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this, worker processes cost more than they save
@@ -107,6 +108,7 @@ def run_meta(path: Path, manifest: dict) -> dict:
         "log_version": manifest.get("log_version"),
         "templates": templates,
         "settings": settings,  # what else defines the experiment (SETTINGS)
+        "local_model": local if isinstance(local, dict) else None,  # the embedded model's weights and bounds
         "variant": "",  # the settings that tell it from another experiment of its kind (see label_variants)
         # a Learner's fit is not a study run (older Learner folders have no mark: no test split either)
         "learner": manifest.get("learner") is True or (manifest.get("learner") is None and dataset.get("n_test") == 0),
@@ -126,11 +128,20 @@ def read_manifests(paths: list[Path], errors: list[str]) -> list[dict]:
     return metas
 
 
+def template_group(meta: dict) -> tuple:
+    """The runs whose templates must agree: one model and dataset with the same settings (the settings an
+    ablation varies aside). Runs that differ in a setting (--prompts compact among paper runs) are other
+    experiments, kept apart by label_variants, and may use other templates."""
+    ablated = set(ABLATED.values())
+    settings = {k: v for k, v in meta["settings"].items() if k not in ablated}
+    return meta["model"], meta["dataset"], json.dumps(settings, sort_keys=True, default=str)
+
+
 def template_conflicts(metas: list[dict]) -> dict[tuple, str]:
-    """(model, dataset) -> why its runs cannot be pooled: one template name with several hashes."""
+    """`template_group` -> why its runs cannot be pooled: one template name with several hashes."""
     seen: dict[tuple, dict[str, dict[str, list[str]]]] = {}
     for meta in metas:
-        per_name = seen.setdefault((meta["model"], meta["dataset"]), {})
+        per_name = seen.setdefault(template_group(meta), {})
         for name, digest in meta["templates"].items():
             per_name.setdefault(name, {}).setdefault(digest, []).append(meta["path"])
     conflicts = {}
@@ -158,14 +169,15 @@ def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: li
                         f"critique.Learner's (no test split), not study runs; left out: {shown}")
         metas = [m for m in metas if not m["learner"]]
     conflicts = template_conflicts(metas)
-    for (model, dataset), why in sorted(conflicts.items()):
+    for (model, dataset, _), why in sorted(conflicts.items()):
         if allow_mixed:
-            problems.append(f"{model} / {dataset}: runs use different prompt templates ({why}); pooled anyway "
+            problems.append(f"{model} / {dataset}: runs of the same settings use different prompt templates ({why}); "
+                            "pooled anyway "
                             "(--allow-mixed)")
         else:
-            errors.append(f"{model} / {dataset}: runs use different prompt templates ({why}); left out (pass "
-                          "--allow-mixed to pool them anyway)")
-    kept = metas if allow_mixed else [m for m in metas if (m["model"], m["dataset"]) not in conflicts]
+            errors.append(f"{model} / {dataset}: runs of the same settings use different prompt templates ({why}); "
+                          "those runs left out (pass --allow-mixed to pool them anyway)")
+    kept = metas if allow_mixed else [m for m in metas if template_group(m) not in conflicts]
     for meta in kept:
         if meta["status"] != "complete":
             problems.append(f"{meta['path']}: run status is {meta['status']!r}, not 'complete'; its records so "
@@ -290,7 +302,7 @@ def describe(metas: list[dict]) -> list[dict]:
         found = out.setdefault(experiment(meta), {
             "model": meta["model"], "shown_as": model_label(meta), "dataset": meta["dataset"],
             **{k: meta[k] for k in ("probe", "attribution", "ablation", "ablation_value")},
-            "settings": meta["settings"], "runs": []})
+            "settings": meta["settings"], "local_model": meta.get("local_model"), "runs": []})
         found["runs"].append(meta["path"])
     return list(out.values())
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 
+from critique.analysis import defaults
 from critique.analysis.read import settings_text
 from critique.analysis.tables import Result, Table
 
 FORMATS = {
     "tokens_per_question": ",.0f", "offline_tokens": ",.0f", "saving_per_query": ",.0f", "break_even": ",.0f",
     "init_tokens": ",.0f", "critique_tokens": ",.0f", "summary_tokens": ",.0f", "total": ",.0f",
+    "prompt_tokens_per_question": ",.0f", "init_prompt_tokens": ",.0f", "critique_prompt_tokens": ",.0f",
+    "summary_prompt_tokens": ",.0f", "prompt_total": ",.0f", "offline_total_tokens": ",.0f",
+    "saving_total_per_query": ",.0f", "break_even_total": ",.0f",
     "p_sign": ".3g", "logs": ".3g", "published": ".3g", "p_holm": ".3g", "p_mcnemar": ".3g", "p": ".3g",
     "odds_ratio": ".2f", "rho": ".3f",
 }
@@ -46,32 +50,37 @@ def markdown_table(table: Table) -> str:
     return "\n".join(lines)
 
 
-def claim_texts(result: Result) -> list[tuple[str, str]]:
-    """(claim, one sentence) for every headline claim, computed or skipped."""
-    c = result.claims
-    out = []
+def claim_text(claim: str, x: dict) -> str:
+    """One sentence of a computed claim (C1-C4), naming its condition when the inputs hold several."""
     pairs = (("zero_shot", "zero_shot"), ("EP_LABEL", "ep_label"))
-    if c.get("C1"):
-        x = c["C1"]
-        out.append(("C1", f"mean gain of EP+SEM_CRIT: {_pts(x['vs_zero_shot'])} over zero_shot "
-                          f"({x['points_vs_zero_shot']} points), {_pts(x['vs_ep_label'])} over EP_LABEL "
-                          f"({x['points_vs_ep_label']} points)."))
-    if c.get("C2"):
-        x = c["C2"]
-        out.append(("C2", "EP+SEM_CRIT " + "; ".join(
+    if claim == "C1":
+        text = (f"mean gain of EP+SEM_CRIT: {_pts(x['vs_zero_shot'])} over zero_shot "
+                f"({counted(x['points_vs_zero_shot'], 'point')}), {_pts(x['vs_ep_label'])} over EP_LABEL "
+                f"({counted(x['points_vs_ep_label'], 'point')}).")
+    elif claim == "C2":
+        text = "EP+SEM_CRIT " + "; ".join(
             f"vs {name}: {x[f'wins_vs_{s}']} wins, {x[f'losses_vs_{s}']} losses, {x[f'ties_vs_{s}']} ties, "
-            f"sign test p = {cell('p_sign', x[f'p_vs_{s}'])}" for name, s in pairs) + "."))
-    if c.get("C3"):
-        x = c["C3"]
-        out.append(("C3", f"the critique strategies use {x['mean_token_reduction_pct']:.1f}% fewer output tokens "
-                          f"per question than EP_LABEL (mean relative reduction over {x['cells']} reasoning-model "
-                          "x dataset x strategy cells; negative: more tokens)."))
-    if c.get("C4"):
-        x = c["C4"]
+            f"sign test p = {cell('p_sign', x[f'p_vs_{s}'])}" for name, s in pairs) + "."
+    elif claim == "C3":
+        cells = counted(x["cells"], "reasoning-model x dataset x strategy cell")
+        text = (f"the critique strategies use {x['mean_token_reduction_pct']:.1f}% fewer output tokens per question "
+                f"than EP_LABEL (mean relative reduction over {cells}; negative: more tokens).")
+    else:
         who = f", critique attributed to: {x['attribution']}" if x.get("attribution") else ""
-        out.append(("C4", "Spearman between suggestibility and the EP+SEM_CRIT gain" + who + ": " + "; ".join(
+        text = "Spearman between suggestibility and the EP+SEM_CRIT gain" + who + ": " + "; ".join(
             f"over {name}: rho = {cell('rho', x[f'spearman_vs_{s}'], '.3f')} (p = {cell('p_sign', x[f'p_vs_{s}'])}, "
-            f"{x[f'points_vs_{s}']} points)" for name, s in pairs) + "."))
+            f"{counted(x[f'points_vs_{s}'], 'point')})" for name, s in pairs) + "."
+    return f"{x['condition']}: {text}" if x.get("condition") else text
+
+
+def counted(n, word: str) -> str:
+    """``n`` and ``word``, plural unless n is 1 ("1 point", "3 points")."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+def claim_texts(result: Result) -> list[tuple[str, str]]:
+    """(claim, one sentence) for every headline claim, computed or skipped; a claim of another condition
+    than the first is named with it (analysis.claims)."""
+    out = [(name, claim_text(name.split(" [")[0], x)) for name, x in result.claims.items() if x]
     out.extend((name, f"skipped: {why}.") for name, why in result.claim_skips.items())
     return sorted(out)
 
@@ -123,6 +132,9 @@ def markdown(result: Result, heading: str, extra: list[Table] | None = None,
              "## Headline claims\n\n" + "\n".join(claim_lines(result))]
     if inference is not None:
         parts += ["# Item-level inference\n\n" + inference.data["when"], *_markdown_tables(inference.tables)]
+    settings = defaults.markdown(experiments)
+    if settings:
+        parts.append(settings)
     if experiments:
         parts += _markdown_tables([inputs_table(experiments)])
     if problems or errors:
@@ -155,6 +167,7 @@ def to_json(result: Result, inputs: dict, problems: list[str], errors: list[str]
         if out["claims"].get("C4") is not None:
             out["claims"]["C4"] = {**out["claims"]["C4"], "within_dataset": inference.c4_within}
     out["inputs"] = inputs
+    out["nondefault_settings"] = defaults.lines(inputs.get("experiments"))  # analysis.defaults
     if published is not None:
         out["published"] = as_dict(published)
     for table in extra or []:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import statistics
 
 import matplotlib
 
@@ -18,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from critique.analysis import render  # noqa: E402
+from critique.analysis import defaults, render  # noqa: E402
 from critique.base import vocab
 from critique.analysis.cells import mean, name_key  # noqa: E402
 from critique.analysis.points import gains, points  # noqa: E402
@@ -52,22 +51,42 @@ def grouped(rows_: list[dict], keys: tuple[str, ...], value: str) -> dict[tuple,
     return out
 
 
+def _errored_points(table1_rows: list[dict]) -> tuple[list[dict], list[str]]:
+    """Table 1's cells without an error, and what was left out: each (model, dataset) whose every prediction
+    ended in an error (no answer of the model), else each cell with errors."""
+    by_point: dict[tuple, list[dict]] = {}
+    for row in table1_rows:
+        by_point.setdefault((row["model"], row["dataset"]), []).append(row)
+    left = []
+    for (model, dataset), cells in by_point.items():
+        if all(c.get("errors") and c["errors"] == c.get("n") for c in cells):
+            left.append(f"{model} / {dataset} (every prediction ended in an error)")
+        else:
+            left += [f"{model} / {dataset} / {c['strategy']} ({c['errors']} errors)" for c in cells if c.get("errors")]
+    return [r for r in table1_rows if not r.get("errors")], left
+
+
 def plot_accuracy(result: Result):
-    """Accuracy per strategy per dataset: mean over models, with the SD over models."""
-    cells = grouped(rows(result, "table1"), ("dataset", "strategy"), "accuracy")
+    """Accuracy per strategy, one group of bars per experiment's (model, dataset) point as Table 1 shows it:
+    critic conditions, prompt sets or limits are never averaged; a cell or point with errors is left out,
+    and a line under the plot says which."""
+    kept, left = _errored_points(rows(result, "table1"))
+    cells = {(r["model"], r["dataset"], r["strategy"]): r["accuracy"] for r in kept if r["accuracy"] is not None}
     if not cells:
-        return None, "no accuracy table"
-    datasets = sorted({d for d, _ in cells})
-    strategies = strategy_order(s for _, s in cells)
-    figure, axis = plt.subplots(figsize=(max(6.0, 1.3 * len(datasets)), 4))
+        return None, "no accuracy table" + (f" without errors (left out: {'; '.join(left)})" if left else "")
+    groups = sorted({(m, d) for m, d, _ in cells}, key=lambda g: (name_key(g[1]), name_key(g[0])))
+    strategies = strategy_order(s for _, _, s in cells)
+    figure, axis = plt.subplots(figsize=(max(6.0, 1.3 * len(groups)), 4.4))
     width = 0.8 / len(strategies)
     for i, strategy in enumerate(strategies):
-        values = [cells.get((d, strategy), []) for d in datasets]
-        axis.bar(np.arange(len(datasets)) + i * width, [mean(v) if v else np.nan for v in values], width,
-                 yerr=[statistics.stdev(v) if len(v) > 1 else 0.0 for v in values], label=strategy, capsize=2)
-    axis.set_xticks(np.arange(len(datasets)) + 0.4 - width / 2, datasets, rotation=20)
-    axis.set_ylabel("accuracy (%), mean over models")
-    axis.legend(fontsize=8, ncol=len(strategies))
+        axis.bar(np.arange(len(groups)) + i * width, [cells.get((m, d, strategy), np.nan) for m, d in groups],
+                 width, label=strategy)
+    axis.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, [f"{m}\n{d}" for m, d in groups], rotation=20,
+                    fontsize=7, ha="right")
+    axis.set_ylabel("accuracy (%)")
+    axis.legend(fontsize=8, ncol=len(strategies), loc="lower left", bbox_to_anchor=(0.0, 1.02), borderaxespad=0)
+    if left:
+        figure.text(0.01, -0.02, "left out: " + "; ".join(left), fontsize=7, va="top", wrap=True)
     return figure, None
 
 
@@ -113,23 +132,23 @@ def plot_tokens(result: Result):
 
 
 def plot_per_user(result: Result):
-    """Per-user accuracy for preference datasets: one dot per user, per strategy."""
-    users = grouped(rows(result, "table10"), ("dataset", "strategy", "user"), "accuracy")
+    """Per-user accuracy for preference datasets: one panel per dataset and model as Table 10 shows it (critic
+    conditions and other settings apart, never averaged), one dot per user, per strategy."""
+    users = grouped(rows(result, "table10"), ("dataset", "model", "strategy", "user"), "accuracy")
     if not users:
         return None, result.table("table10").skipped or "no per-user table"
-    datasets = sorted({d for d, _, _ in users})
-    figure, axes = plt.subplots(1, len(datasets), figsize=(3.2 * len(datasets), 3.6), sharey=True, squeeze=False)
-    ordered = sorted(users.items(), key=lambda item: name_key(item[0][2]))
-    for axis, dataset in zip(axes[0], datasets):
-        strategies = strategy_order(s for d, s, _ in users if d == dataset)
+    panels = sorted({(d, m) for d, m, _, _ in users}, key=lambda p: tuple(map(name_key, p)))
+    figure, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.6), sharey=True, squeeze=False)
+    ordered = sorted(users.items(), key=lambda item: name_key(item[0][3]))
+    for axis, (dataset, model) in zip(axes[0], panels):
+        strategies = strategy_order(s for d, m, s, _ in users if (d, m) == (dataset, model))
         for i, strategy in enumerate(strategies):
-            values = [mean(v) for (d, s, _), v in ordered
-                      if d == dataset and s == strategy]  # each user's accuracy: the mean over models
+            values = [v[0] for (d, m, s, _), v in ordered if (d, m, s) == (dataset, model, strategy)]
             axis.scatter(np.full(len(values), i) + np.linspace(-0.15, 0.15, len(values)), values, s=12, alpha=0.7)
             axis.plot([i - 0.25, i + 0.25], [mean(values)] * 2, color="black")
         axis.set_xticks(range(len(strategies)), strategies, rotation=45, fontsize=7)
-        axis.set_title(dataset, fontsize=9)
-    axes[0][0].set_ylabel("accuracy (%) per user, mean over models")
+        axis.set_title(f"{dataset}\n{model}", fontsize=8)
+    axes[0][0].set_ylabel("accuracy (%) per user")
     return figure, None
 
 
@@ -191,6 +210,10 @@ def html_page(result: Result, heading: str, extra: list[Table], problems: list[s
     body = [f"<h1>Study report</h1><p>{html.escape(heading)}</p>", "<h2>Headline claims</h2><ul>"]
     body += [f"<li><b>{name}</b> {html.escape(text)}</li>" for name, text in render.claim_texts(result)]
     body.append("</ul>")
+    settings = defaults.lines(experiments)
+    if settings:
+        body.append(f"<h2>{html.escape(defaults.TITLE)}</h2><ul>"
+                    + "".join(f"<li>{html.escape(line)}</li>" for line in settings) + "</ul>")
     plots = [(title, lambda draw=draw: draw(result)) for title, draw in PLOTS]
     if inference is not None:
         plots.append(("Item-level paired differences per cell (forest plot)", lambda: plot_forest(inference)))

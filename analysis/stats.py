@@ -164,6 +164,23 @@ def sign_test(wins: int, losses: int) -> float | None:
     return min(1.0, 2 * tail / 2 ** n)
 
 
+def wilson(successes: int, n: int, level: float = 0.95) -> tuple[float | None, float | None]:
+    """The Wilson score interval of the proportion successes / n (statsmodels' proportion_confint with
+    method="wilson": tests/test_echo.py holds the two equal), the normal quantile from the standard library
+    (nothing heavy is imported: `critique audit` uses it); (None, None) when n is 0."""
+    if n <= 0:
+        return None, None
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = successes / n
+    scale = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / scale
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / scale
+    return (0.0 if successes == 0 else max(0.0, centre - half),  # exact at the ends (no float noise)
+            1.0 if successes == n else min(1.0, centre + half))
+
+
 def _paired_summary(differences, confidence: float = 0.95) -> dict:
     import numpy as np
     from scipy import special

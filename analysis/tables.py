@@ -1,4 +1,5 @@
-"""The study's tables and headline claims (SPEC section 5), each built from `Cells`.
+"""The study's tables (SPEC section 5), each built from `Cells`; Table 2 and the headline claims are
+analysis.claims'.
 
 Every table function returns a `Table`: long rows for machine use, an optional wide
 view for reading, or `skipped` with one line saying why the inputs cannot fill it.
@@ -10,9 +11,9 @@ import statistics
 from dataclasses import dataclass
 
 from critique.base import vocab
-from critique.analysis.cells import COST_STAGES, Cells, mean, name_key, value_key
-from critique.analysis.points import gains, points, study_points
-from critique.analysis.stats import paired_summary, spearman
+from critique.analysis import intervals
+from critique.analysis.cells import COST_STAGES, PROMPT_COST_STAGES, Cells, mean, name_key, value_key
+from critique.analysis.claims import claims, table2
 from critique.analysis.tabular import (ERROR_NOTE, TITLES, Table, flagged, n_view, plain_value, records, skip,
                                        sort_strategies, strategy_order, with_errors, wide_view)
 
@@ -33,10 +34,11 @@ class Result:
 def table1(cells: Cells) -> Table:
     if not cells.accuracy:
         return skip("table1", "no test-stage predictions of plain runs among the inputs")
-    acc = flagged(sort_strategies(cells.accuracy, ["model", "dataset"]))
-    columns = ["model", "dataset", "strategy", "accuracy", "n", "errors", "flagged", "majority"]
+    acc = [{**r, "shown": with_interval(r)} for r in flagged(sort_strategies(cells.accuracy, ["model", "dataset"]))]
+    columns = ["model", "dataset", "strategy", "accuracy", "ci_low", "ci_high", "ci_method", "n", "errors", "flagged",
+               "majority"]
     index = ["model", "dataset"]
-    view_columns, view_rows = wide_view(acc, index, "strategy", "accuracy", strategy_order(r["strategy"] for r in acc))
+    view_columns, view_rows = wide_view(acc, index, "strategy", "shown", strategy_order(r["strategy"] for r in acc))
     view_rows = with_errors(view_rows, acc, index, "strategy")
     ns, majorities = n_view(acc, index), {(r["model"], r["dataset"]): r.get("majority") for r in acc}
     extra = (["n"] if ns else []) + (["majority"] if any(v is not None for v in majorities.values()) else [])
@@ -45,6 +47,8 @@ def table1(cells: Cells) -> Table:
                   **{k: v for k, v in row.items() if k not in index}} for row in view_rows]
     view_columns = index + extra + view_columns[len(index):]
     notes = ["n: test predictions per strategy"] + ([ERROR_NOTE] if any(r["flagged"] for r in acc) else [])
+    if any(r.get("ci_low") is not None for r in acc):
+        notes.insert(1, "[low, high]: " + intervals.NOTE)
     if "majority" in extra:
         notes.insert(1, "majority: always giving the most frequent gold label of the train split (of the test split "
                         "when no train prediction was read), per user for preference data")
@@ -52,19 +56,12 @@ def table1(cells: Cells) -> Table:
                  "; ".join(notes))
 
 
-def table2(cells: Cells) -> Table:
-    columns = ["critique", "baseline", "n", "mean", "sd", "ci_low", "ci_high", "wins", "losses", "ties", "p_sign"]
-    rows, (wide, notes) = [], study_points(cells)
-    for critique in vocab.CRITIQUE_STRATEGIES:
-        for baseline in vocab.BASELINES:
-            diff = gains(wide, critique, baseline)
-            if diff:
-                rows.append({"critique": critique, "baseline": baseline, **paired_summary(list(diff.values()))})
-    if not rows:
-        return skip("table2", "no (model, dataset) point has both a critique strategy and a baseline")
-    note = "; ".join(["n: (model, dataset) points; 95% t-interval; p_sign: exact two-sided sign test, ties excluded",
-                      *notes])
-    return Table("table2", TITLES["table2"], columns, [{c: r[c] for c in columns} for r in rows], note=note)
+def with_interval(row: dict):
+    """A Table 1 cell as shown: the accuracy, with its 95% interval where there is one."""
+    accuracy, low, high = row["accuracy"], row.get("ci_low"), row.get("ci_high")
+    if accuracy is None or low is None or high is None:
+        return accuracy
+    return f"{accuracy:.1f} [{low:.1f}, {high:.1f}]"
 
 
 def reasoning_tokens(cells: Cells) -> list[dict]:
@@ -85,11 +82,23 @@ def table3(cells: Cells) -> Table:
                                                                 r["tokens_per_question"])
                                if r["strategy"] in vocab.CRITIQUE_STRATEGIES else None} for r in tokens],
                              ["model", "dataset"])
-    columns = ["model", "dataset", "strategy", "tokens_per_question", "reduction_pct"]
-    view_columns, view_rows = wide_view(tokens, ["model", "dataset"], "strategy", "tokens_per_question",
-                                        strategy_order(r["strategy"] for r in tokens))
-    note = "reduction_pct (JSON): relative reduction versus EP_LABEL of the same model and dataset"
+    columns = ["model", "dataset", "strategy", "tokens_per_question", "prompt_tokens_per_question", "reduction_pct"]
+    view_columns, view_rows = token_view(tokens)
+    note = ("each strategy: completion tokens per question (reasoning included; the paper's measure), and beside it "
+            "(prompt) the prompt (input) tokens per question, '-' where the calls reported none; "
+            "reduction_pct (JSON): relative reduction of completion tokens versus EP_LABEL of the same model and "
+            "dataset")
     return Table("table3", TITLES["table3"], columns, records(tokens, columns), None, view_columns, view_rows, note)
+
+
+def token_view(tokens: list[dict]) -> tuple[list[str], list[dict]]:
+    """Table 3's wide view: per strategy its completion tokens per question, then its prompt tokens."""
+    index, order = ["model", "dataset"], strategy_order(r["strategy"] for r in tokens)
+    labels = {s: f"{s} (prompt)" for s in order}
+    columns, rows = wide_view(tokens, index, "strategy", "tokens_per_question", order)
+    prompt_columns, prompt_rows = wide_view(tokens, index, "strategy", "prompt_tokens_per_question", order, labels)
+    view_columns = index + [c for name in columns[len(index):] for c in (name, labels[name])]
+    return view_columns, [{**row, **prompt} for row, prompt in zip(rows, prompt_rows)]
 
 
 def _difference(a, b) -> float | None:
@@ -129,28 +138,53 @@ def _total(values: list) -> float | None:
 def table5_costs(cells: Cells) -> Table:
     if not cells.costs:
         return skip("table5_costs", "no training-stage calls of plain runs (or no --costs CSV)")
-    costs = [{**r, "total": _total([r["init_tokens"], r["critique_tokens"], r["summary_tokens"]])}
-             for r in cells.costs]
-    columns = ["model", "dataset", "init_tokens", "critique_tokens", "summary_tokens", "total"]
-    return Table("table5_costs", TITLES["table5_costs"], columns, records(costs, columns))
+    costs = [{**r, "total": _total([r[c] for c in COST_STAGES.values()]),
+              "prompt_total": _total([r.get(c) for c in PROMPT_COST_STAGES.values()])} for r in cells.costs]
+    columns = ["model", "dataset", *COST_STAGES.values(), "total", *PROMPT_COST_STAGES.values(), "prompt_total"]
+    note = ("init, critique, summary: completion tokens of the initial predictions, the critiques and the summary "
+            "(the paper's measure), total their sum; *_prompt_tokens, prompt_total: the prompt (input) tokens of the "
+            "same calls ('-' where the calls reported none)")
+    return Table("table5_costs", TITLES["table5_costs"], columns, records(costs, columns), note=note)
+
+
+def _break_even(offline: float | None, saving: float | None):
+    if offline is None or saving is None:
+        return None
+    return offline / saving if saving > 0 else "never"
+
+
+def _with_prompt(completion, prompt) -> float | None:
+    return None if completion is None or prompt is None else float(completion) + float(prompt)
 
 
 def break_even_rows(cells: Cells) -> list[dict]:
+    """Per (model, dataset) and critique strategy: the offline tokens of the stages it pays
+    (vocab.OFFLINE_STAGES: the whole train stage), the saving per query against EP_LABEL and the
+    break-even, on completion tokens (the paper's) and on completion + prompt tokens (``*_total``;
+    None where prompt tokens are missing)."""
     tokens: dict[tuple, dict] = {}
     for r in reasoning_tokens(cells):
-        tokens.setdefault((r["model"], r["dataset"]), {})[r["strategy"]] = r["tokens_per_question"]
+        tokens.setdefault((r["model"], r["dataset"]), {})[r["strategy"]] = r
     rows = []
     for cost in cells.costs:
         per_query = tokens.get((cost["model"], cost["dataset"]), {})
+        label = per_query.get(vocab.EP_LABEL)
         for strategy, stages in vocab.OFFLINE_STAGES.items():
             paid = [cost[COST_STAGES[stage]] for stage in stages]
-            if any(v is None for v in [*paid, per_query.get(strategy), per_query.get(vocab.EP_LABEL)]):
+            if any(v is None for v in paid) or label is None or strategy not in per_query:
                 continue
+            mine = per_query[strategy]
             offline = float(sum(paid))
-            saving = float(per_query[vocab.EP_LABEL] - per_query[strategy])
+            saving = float(label["tokens_per_question"] - mine["tokens_per_question"])
+            prompts = [cost.get(PROMPT_COST_STAGES[stage]) for stage in stages]
+            offline_total = None if any(v is None for v in prompts) else offline + float(sum(prompts))
+            total = [_with_prompt(r["tokens_per_question"], r.get("prompt_tokens_per_question")) for r in (label, mine)]
+            saving_total = None if None in total else total[0] - total[1]
             rows.append({"model": cost["model"], "dataset": cost["dataset"], "strategy": strategy,
                          "offline_tokens": offline, "saving_per_query": saving,
-                         "break_even": offline / saving if saving > 0 else "never"})
+                         "break_even": _break_even(offline, saving), "offline_total_tokens": offline_total,
+                         "saving_total_per_query": saving_total,
+                         "break_even_total": _break_even(offline_total, saving_total)})
     return rows
 
 
@@ -163,27 +197,56 @@ def table5(cells: Cells) -> Table:
     if not rows:
         return skip("table5", "no (model, dataset) has both offline costs and tokens per question of EP_LABEL "
                               "and a critique strategy")
-    columns = ["model", "dataset", "strategy", "offline_tokens", "saving_per_query", "break_even"]
-    note = ("break_even = offline tokens / (EP_LABEL tokens per query - strategy tokens per query); 'never' when "
-            "the saving is not positive. EP_CRIT pays initial predictions + critiques; SEM_CRIT and EP+SEM_CRIT "
-            "also the summary")
+    columns = ["model", "dataset", "strategy", "offline_tokens", "saving_per_query", "break_even",
+               "offline_total_tokens", "saving_total_per_query", "break_even_total"]
+    note = ("break_even = offline tokens / (EP_LABEL tokens per query - strategy tokens per query), on completion "
+            "tokens, as the paper; 'never' when the saving is not positive. Every critique strategy, EP_CRIT "
+            "included, pays the whole train stage: initial predictions + critiques + summary. *_total: the same on "
+            "completion + prompt tokens (the offline calls' and each query's input counted too); '-' where the "
+            "calls reported no prompt tokens")
     return Table("table5", TITLES["table5"], columns, rows, note=note)
 
 
 def ablation_table(cells: Cells, name: str) -> Table:
     key = vocab.ABLATIONS[name]
-    rows = [r for r in cells.ablations if r["ablation"] == name]
+    rows = [{**r, "source": "ablation"} for r in cells.ablations if r["ablation"] == name]
     if not rows:
         return skip(key, f"no ablation runs with manifest.ablation.name == {name!r} among the inputs")
-    rows = flagged(sort_strategies(rows, ["model", "dataset"]))
-    columns = ["model", "dataset", "strategy", "value", "accuracy", "n", "errors", "flagged"]
+    rows = flagged(sort_strategies(rows + plain_value_rows(cells, name, rows), ["model", "dataset"]))
+    columns = ["model", "dataset", "strategy", "value", "accuracy", "n", "errors", "flagged", "source"]
     order = sorted(dict.fromkeys(r["value"] for r in rows), key=value_key)
     labels = {v: f"{ABLATION_LABELS[name]}={v}" for v in order}
     index = ["model", "dataset", "strategy"]
     view_columns, view_rows = wide_view(rows, index, "value", "accuracy", order, labels)
     view_rows = with_errors(view_rows, rows, index, "value", labels)
-    note = ERROR_NOTE if any(r["flagged"] for r in rows) else ""
+    from_plain = sorted({f"{labels[r['value']]} of {r['model']} / {r['dataset']}" for r in rows
+                         if r["source"] == "plain run"})
+    notes = [f"{', '.join(from_plain)}: the plain run's own {ABLATION_LABELS[name]} (source in JSON), which no "
+             "ablation run of that value repeats"] if from_plain else []
+    note = "; ".join(notes + ([ERROR_NOTE] if any(r["flagged"] for r in rows) else []))
     return Table(key, TITLES[key], columns, records(rows, columns), None, view_columns, view_rows, note)
+
+
+PLAIN_SETTING = {"k": "k"}  # an ablation whose value the plain run also has: its setting of that name
+
+
+def plain_value_rows(cells: Cells, name: str, rows: list[dict]) -> list[dict]:
+    """The plain run's cells as the ablation's row at the plain run's own value (e.g. K=5), for each
+    (model, dataset) and strategy of the ablation that has no ablation run of that value."""
+    setting = PLAIN_SETTING.get(name)
+    if setting is None:
+        return []
+    have = {(r["model"], r["dataset"], r["strategy"], r["value"]) for r in rows}
+    plain = {(r["model"], r["dataset"], r["strategy"]): r for r in cells.accuracy}
+    out = []
+    for model, dataset, strategy in dict.fromkeys((r["model"], r["dataset"], r["strategy"]) for r in rows):
+        value = ((cells.labels.get((model, dataset)) or {}).get("settings") or {}).get(setting)
+        cell = plain.get((model, dataset, strategy))
+        if value is None or cell is None or (model, dataset, strategy, value) in have:
+            continue
+        out.append({"ablation": name, "model": model, "dataset": dataset, "strategy": strategy, "value": value,
+                    "accuracy": cell["accuracy"], "n": cell["n"], "errors": cell["errors"], "source": "plain run"})
+    return out
 
 
 def table9(cells: Cells) -> Table:
@@ -261,68 +324,12 @@ def mismatch_table(cells: Cells) -> Table:
     return Table("mismatch", TITLES["mismatch"], columns, records(cells.mismatch, columns), note=note)
 
 
-def claim_c1_c2(cells: Cells) -> tuple[dict | None, dict | None]:
-    wide, _ = study_points(cells)
-    summaries = {b: paired_summary(list(gains(wide, vocab.BEST, b).values())) for b in vocab.BASELINES}
-    names = {vocab.ZERO_SHOT: "zero_shot", vocab.EP_LABEL: "ep_label"}
-    if not any(s["n"] for s in summaries.values()):
-        return None, None
-    c1, c2 = {}, {}
-    for baseline, s in summaries.items():
-        suffix = names[baseline]
-        c1[f"vs_{suffix}"], c1[f"points_vs_{suffix}"] = s["mean"], s["n"]
-        for key in ("wins", "losses", "ties"):
-            c2[f"{key}_vs_{suffix}"] = s[key]
-        c2[f"p_vs_{suffix}"] = s["p_sign"]
-    return c1, c2
-
-
-def claim_c3(table: Table) -> dict | None:
-    cells = [r["reduction_pct"] for r in table.rows if r.get("reduction_pct") is not None]
-    if not cells:
-        return None
-    return {"mean_token_reduction_pct": mean(cells), "cells": len(cells),
-            "models": sorted({r["model"] for r in table.rows})}
-
-
-def claim_c4(cells: Cells) -> dict | None:
-    rows = [r for r in suggestibility(cells) if r["suggestibility"] is not None]
-    if not rows:
-        return None
-    labels = [r["attribution"] if isinstance(r["attribution"], str) else "" for r in rows]
-    primary = "" if "" in labels else sorted(set(labels))[0]
-    chosen = {(r["model"], r["dataset"]): r["suggestibility"] for r, label in zip(rows, labels) if label == primary}
-    out, wide = {"attribution": primary or None}, study_points(cells)[0]
-    for baseline, suffix in ((vocab.ZERO_SHOT, "zero_shot"), (vocab.EP_LABEL, "ep_label")):
-        gain = gains(wide, vocab.BEST, baseline)
-        both = [(s, gain[p]) for p, s in chosen.items() if p in gain]
-        result = spearman([s for s, _ in both], [g for _, g in both])
-        out[f"spearman_vs_{suffix}"], out[f"p_vs_{suffix}"] = result["rho"], result["p"]
-        out[f"points_vs_{suffix}"] = result["n"]
-    if out["spearman_vs_zero_shot"] is None and out["spearman_vs_ep_label"] is None:
-        return None
-    return out
-
-
-def claims(cells: Cells, table3_: Table) -> tuple[dict, dict]:
-    c1, c2 = claim_c1_c2(cells)
-    found = {"C1": c1, "C2": c2, "C3": claim_c3(table3_), "C4": claim_c4(cells)}
-    why = {
-        "C1": f"no (model, dataset) point with {vocab.BEST} and a baseline",
-        "C2": f"no (model, dataset) point with {vocab.BEST} and a baseline",
-        "C3": "no reasoning-model tokens per question of EP_LABEL and a critique strategy",
-        "C4": f"needs at least 3 (model, dataset) points with suggestibility and the {vocab.BEST} gain "
-              "(and neither constant)",
-    }
-    return found, {k: why[k] for k, v in found.items() if v is None}
-
-
 def build(cells: Cells) -> Result:
     t3 = table3(cells)
     tables = [table1(cells), table2(cells), t3, table4(cells), table5_costs(cells), table5(cells),
               *(ablation_table(cells, name) for name in vocab.ABLATIONS), table9(cells), table10(cells),
               table11(cells), mismatch_table(cells)]
-    found, why = claims(cells, t3)
+    found, why = claims(cells, t3, suggestibility(cells))
     return Result(cells.source, tables, found, why)
 
 

@@ -13,9 +13,9 @@ from critique.analysis.cells import name_key
 TITLES = {
     "table1": "Table 1. Accuracy (%) per model x dataset x strategy",
     "table2": "Table 2. Gain (points) of each critique strategy over each baseline, pooled over (model, dataset)",
-    "table3": "Table 3. Output tokens per test question (reasoning included), reasoning models",
+    "table3": "Table 3. Output tokens per test question (reasoning included), and prompt tokens, reasoning models",
     "table4": "Table 4. Suggestibility: accuracy (%) with a truthful / a lying critique, S = truth - lying",
-    "table5_costs": "Table 5a. Offline cost: completion tokens of the training stage",
+    "table5_costs": "Table 5a. Offline cost: completion (and prompt) tokens of the training stage",
     "table5": "Table 5b. Break-even number of test queries versus EP_LABEL (reasoning models)",
     "table6": "Table 6. Train-size ablation: accuracy (%)",
     "table7": "Table 7. Critique-parts ablation: accuracy (%)",

@@ -10,7 +10,8 @@ records whose call answered (no error), a record reports reasoning when its reas
 above 0, OVERFLOWS counts the prompts that did not fit the model's context (not sent: counted
 wrong, like a timeout; absent in older logs), CHECKED / DELIVERED / DELIVERED_CORRECT count a
 probe's critiques whose delivery was checked, those that argued the label they were told to, and
-the right answers among those, and GOLD counts the records per gold label (the
+the right answers among those, WITH_PROMPT / PROMPT_TOKENS count the answered records that report
+their prompt (input) tokens and sum them, and GOLD counts the records per gold label (the
 majority-class baseline).
 """
 
@@ -19,11 +20,11 @@ from __future__ import annotations
 import math
 
 (RECORDS, CORRECT, TIMEOUT, PARSE_FAILED, ERRORS, OVERFLOWS, ANSWERED, WITH_TOKENS, TOKENS, CHECKED, DELIVERED,
- DELIVERED_CORRECT, REASONING, GOLD) = range(14)
+ DELIVERED_CORRECT, WITH_PROMPT, PROMPT_TOKENS, REASONING, GOLD) = range(16)
 
 
 def new() -> list:
-    return [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, False, {}]
+    return [0] * REASONING + [False, {}]
 
 
 def add(into: list, tally: list) -> None:
@@ -82,13 +83,13 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
     tallies: dict[tuple, list] = {}
     get = tallies.get
     for (stage, strategy, user, _), row in items.items():
-        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error, gold, overflow, delivered = row
+        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error, gold, overflow, delivered, prompt = row
         key = (stage, strategy, user)
         tally = get(key)
         if tally is None:
             tally = tallies[key] = new()
         if plain:
-            _count(tally, correct, timeout, parse_failed, tokens, reasoning, error)
+            _count(tally, correct, timeout, parse_failed, tokens, reasoning, error, prompt)
             if overflow is True:
                 tally[OVERFLOWS] += 1
         else:
@@ -105,7 +106,7 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
     return tallies
 
 
-def _count(tally: list, correct, timeout, parse_failed, tokens, reasoning, error) -> None:
+def _count(tally: list, correct, timeout, parse_failed, tokens, reasoning, error, prompt=None) -> None:
     tally[RECORDS] += 1
     if correct is True:
         tally[CORRECT] += 1
@@ -118,6 +119,9 @@ def _count(tally: list, correct, timeout, parse_failed, tokens, reasoning, error
         if _counts(tokens):
             tally[WITH_TOKENS] += 1
             tally[TOKENS] += tokens
+        if _counts(prompt):
+            tally[WITH_PROMPT] += 1
+            tally[PROMPT_TOKENS] += prompt
     else:
         tally[ERRORS] += 1
     if reasoning and not tally[REASONING] and _counts(reasoning) and reasoning > 0:
@@ -133,9 +137,9 @@ def answered_calls(rows) -> list:
 def calls(rows) -> dict[str, list]:
     """stage -> tally, from answered rows of analysis.read.CALL_FIELDS."""
     tallies: dict[str, list] = {}
-    for stage, _, _, tokens, reasoning, *_ in rows:
+    for stage, _, _, tokens, reasoning, _, _, _, prompt in rows:
         tally = tallies.get(label(stage))
         if tally is None:
             tally = tallies[label(stage)] = new()
-        _count(tally, None, None, None, tokens, reasoning, None)
+        _count(tally, None, None, None, tokens, reasoning, None, prompt)
     return tallies

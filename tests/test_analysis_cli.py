@@ -53,7 +53,8 @@ def test_markdown_names_every_table_and_skips_in_one_line(study_dir, capsys):
     for n in range(1, 12):
         assert f"## Table {n}" in out
     assert "Skipped: no ablation runs with manifest.ablation.name == 'train_size'" in out
-    assert "| mA | d1 | 10 | 50.0 | 50.0 | 60.0 | 70.0 | 50.0 | 80.0 |" in out
+    assert ("| mA | d1 | 10 | 50.0 | 50.0 [23.7, 76.3] | 60.0 [31.3, 83.2] | 70.0 [39.7, 89.2] | 50.0 [23.7, 76.3] | "
+            "80.0 [49.0, 94.3] |") in out  # each accuracy with its 95% Wilson interval
     assert "- **C1** mean gain of EP+SEM_CRIT: +17.50 points over zero_shot" in out
 
 
@@ -74,7 +75,7 @@ def test_a_folder_that_is_not_a_run_is_left_out_and_the_rest_analysed(study_dir,
     assert code == 1
     assert f"{tmp_path / 'notes'}: not a run directory" in err
     assert f"{tmp_path / 'absent'}: no such file or directory" in err
-    assert "## Table 1." in out and "| mA | d1 | 10 | 50.0 | 50.0 |" in out
+    assert "## Table 1." in out and "| mA | d1 | 10 | 50.0 | 50.0 [23.7, 76.3] |" in out
 
 
 def test_only_bad_inputs_is_an_error(tmp_path, capsys):
@@ -87,14 +88,14 @@ def test_unreadable_manifest_is_left_out(study_dir, tmp_path, capsys):
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "manifest.json").write_text("{not json")
     code, out, err = run(capsys, "tables", study_dir, tmp_path / "broken")
-    assert code == 1 and "unreadable manifest.json" in err and "| mA | d1 | 10 | 50.0 | 50.0 |" in out
+    assert code == 1 and "unreadable manifest.json" in err and "| mA | d1 | 10 | 50.0 | 50.0 [23.7, 76.3] |" in out
 
 
 def test_manifest_without_model_is_left_out(study_dir, tmp_path, capsys):
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "manifest.json").write_text('{"config": {}, "dataset": {"name": "d1"}}')
     code, out, err = run(capsys, "tables", study_dir, tmp_path / "old")
-    assert code == 1 and "manifest.json lacks config.model or dataset.name" in err and "| mA | d1 | 10 | 50.0 | 50.0 |" in out
+    assert code == 1 and "manifest.json lacks config.model or dataset.name" in err and "| mA | d1 | 10 | 50.0 | 50.0 [23.7, 76.3] |" in out
 
 
 def test_truncated_calls_file_is_read_up_to_the_cut(tmp_path, capsys):
@@ -117,7 +118,8 @@ def test_mixed_template_hashes_are_refused_unless_allowed(tmp_path, capsys):
     synthetic.write_run(tmp_path / "c", other, [], prediction)
     code, out, err = run(capsys, "tables", tmp_path, "--format", "json")
     assert code == 1
-    assert "m / d: runs use different prompt templates (pa: 111111111111 in" in err and "--allow-mixed" in err
+    assert "m / d: runs of the same settings use different prompt templates (pa: 111111111111 in" in err
+    assert "--allow-mixed" in err
     assert [r["dataset"] for r in json.loads(out)["table1"]] == ["d2"]  # the other pair is still analysed
     code, out, err = run(capsys, "tables", tmp_path, "--format", "json", "--allow-mixed")
     assert code == 0 and "pooled anyway" in err
@@ -170,6 +172,6 @@ def test_inference_keeps_this_process_light_and_has_the_documented_keys(study_di
     assert set(data["inference"]["paired"][0]) >= {
         "model", "dataset", "strategy", "baseline", "n", "acc_strategy", "acc_baseline", "diff", "ci_low", "ci_high",
         "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm"}
-    assert set(data["inference"]["pooled"][0]) == {"strategy", "baseline", "odds_ratio", "ci_low", "ci_high", "p",
-                                                   "method"}
+    assert set(data["inference"]["pooled"][0]) == {"condition", "strategy", "baseline", "odds_ratio", "ci_low",
+                                                   "ci_high", "p", "method"}
     assert "within_dataset" in data["claims"]["C4"]

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from critique.analysis import cells, synthetic, tables
+from critique.analysis import cells, intervals, synthetic, tables
 from critique.analysis.load import load
 from test_analysis_helpers import ACCURACY, build_study
 
@@ -82,10 +82,10 @@ def test_table5_costs_and_break_even(study):
             costs[("mA", "d1")]["summary_tokens"]) == (300, 100, 40)
     assert costs[("mB", "d1")]["summary_tokens"] is None  # no summary call logged
     rows = by(result.table("table5").rows, "model", "dataset", "strategy")
-    assert rows[("mA", "d1", "EP_CRIT")]["break_even"] == pytest.approx(400 / (400 - 300))
+    assert rows[("mA", "d1", "EP_CRIT")]["break_even"] == pytest.approx(440 / (400 - 300))  # the summary too
     assert rows[("mA", "d1", "SEM_CRIT")]["break_even"] == pytest.approx(440 / (400 - 200))
     assert rows[("mA", "d1", "EP+SEM_CRIT")]["break_even"] == "never"  # it uses more tokens than EP_LABEL
-    assert rows[("mA", "pref", "EP_CRIT")]["break_even"] == pytest.approx(300 / 400)
+    assert rows[("mA", "pref", "EP_CRIT")]["break_even"] == pytest.approx(360 / 400)
     assert rows[("mA", "pref", "SEM_CRIT")]["break_even"] == pytest.approx(360 / 100)
     assert rows[("mA", "pref", "EP+SEM_CRIT")]["break_even"] == pytest.approx(360 / 300)
     assert {m for m, _, _ in rows} == {"mA"}
@@ -93,10 +93,12 @@ def test_table5_costs_and_break_even(study):
 
 def test_ablation_tables(study):
     _, result = study
-    assert result.table("table8").rows == [{"model": "mA", "dataset": "d1", "strategy": "EP_CRIT", "value": 3,
-                                            "accuracy": pytest.approx(60), "n": 10, "errors": 0,
-                                            "flagged": False}]
-    assert result.table("table8").view_columns == ["model", "dataset", "strategy", "K=3"]
+    assert result.table("table8").rows == [
+        {"model": "mA", "dataset": "d1", "strategy": "EP_CRIT", "value": 3, "accuracy": pytest.approx(60), "n": 10,
+         "errors": 0, "flagged": False, "source": "ablation"},
+        {"model": "mA", "dataset": "d1", "strategy": "EP_CRIT", "value": 5, "accuracy": pytest.approx(70), "n": 10,
+         "errors": 0, "flagged": False, "source": "plain run"}]  # the plain run's own K
+    assert result.table("table8").view_columns == ["model", "dataset", "strategy", "K=3", "K=5"]
     assert "train_size" in result.table("table6").skipped
     assert "parts" in result.table("table7").skipped
 
@@ -189,7 +191,8 @@ def test_a_later_run_replaces_the_offline_calls_of_an_item_and_keeps_the_rest(tm
     logs = load([str(tmp_path)])
     costs = tables.build(cells.from_logs(logs)).table("table5_costs").rows
     assert costs == [{"model": "m", "dataset": "d1", "init_tokens": 7, "critique_tokens": 50, "summary_tokens": 5,
-                      "total": 62}]  # r0: 30 (new run), r1: 20 (only the old run has it); the failed summary is out
+                      "total": 62, "init_prompt_tokens": 0, "critique_prompt_tokens": 4, "summary_prompt_tokens": 2,
+                      "prompt_total": 6}]  # r0: 30 (new run), r1: 20 (only the old run has it); the failed summary is out
     assert logs.records("calls") == 3 and logs.records("predictions") == 1
     assert "1 prediction records repeat" in " ".join(logs.problems)
     assert "2 call records repeat" in " ".join(logs.problems)
@@ -207,8 +210,10 @@ def test_odd_records_are_counted_as_the_tables_see_them(tmp_path):
     ]
     synthetic.write_run(tmp_path / "run", head, [], predictions)
     result = tables.build(cells.from_logs(load([str(tmp_path / "run")])))
+    low, high = intervals.wilson(1, 2)
     assert result.table("table1").rows == [{"model": "m", "dataset": "d1", "strategy": "zero_shot",
-                                            "accuracy": 50.0, "n": 2, "errors": 0, "flagged": False,
+                                            "accuracy": 50.0, "ci_low": low, "ci_high": high, "ci_method": "wilson",
+                                            "n": 2, "errors": 0, "flagged": False,
                                             "majority": 50.0}]  # gold B (t0, later record) and A: a tie, A first
     assert result.table("table3").rows[0]["tokens_per_question"] == 30.0
 

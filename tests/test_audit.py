@@ -109,19 +109,20 @@ def the_audit(paths) -> dict:
 def test_reuse_per_entry_and_strategy(runs):
     a = the_audit([runs])
     rows = {r["id"]: r for r in a["entries"]}
-    assert {k: r["n"] for k, r in rows.items()} == {"e0": 7, "e1": 2, "e2": 2, "e3": 0, "e4": 3, "e5": 2, "e6": 1,
+    # the reuse n counts EP_CRIT and EP+SEM_CRIT prompts (audit.REUSE), never EP_LABEL's
+    assert {k: r["n"] for k, r in rows.items()} == {"e0": 4, "e1": 1, "e2": 1, "e3": 0, "e4": 2, "e5": 1, "e6": 1,
                                                     "e7": 0, "e8": 0, "e9": 0}  # e9: only in a replaced record
     assert rows["e0"]["reuse"] == {"EP_LABEL": {"n": 3, "correct": 2}, "EP_CRIT": {"n": 3, "correct": 1},
-                                   "EP+SEM_CRIT": {"n": 1, "correct": 1}}
-    assert rows["e0"]["correct"] == 4 and rows["e4"]["correct"] == 1
+                                   "EP+SEM_CRIT": {"n": 1, "correct": 1}}  # every strategy's retrievals, listed
+    assert rows["e0"]["correct"] == 2 and rows["e4"]["correct"] == 0
     assert {s: (v["prompts"], v["prompts_with_memory"], v["retrievals"], v["entries_reached"])
             for s, v in a["reuse"].items()} == {"zero_shot": (1, 0, 0, 0), "EP_LABEL": (4, 4, 7, 5),
                                                 "EP_CRIT": (4, 4, 7, 5), "EP+SEM_CRIT": (4, 3, 3, 3)}
     assert a["reuse"]["EP_CRIT"]["accuracy_with_memory"] == pytest.approx(0.25)
     s = a["summary"]
-    assert (s["entries"], s["retrievals"], s["never_retrieved"]) == (10, 17, 4)
+    assert (s["entries"], s["retrievals"], s["never_retrieved"]) == (10, 10, 4)
     assert s["never_retrieved_share"] == pytest.approx(0.4)
-    assert s["top_entries"] == 1 and s["top10_share"] == pytest.approx(7 / 17)  # e0 alone
+    assert s["top_entries"] == 1 and s["top10_share"] == pytest.approx(4 / 10)  # e0 alone
 
 
 def test_verdicts_leniency_and_echo_gap(runs):
@@ -133,12 +134,17 @@ def test_verdicts_leniency_and_echo_gap(runs):
     s = a["summary"]
     assert (s["u0_entries"], s["u0_verdict_known"], s["verdict_unknown"]) == (5, 4, 1)
     assert s["leniency"] == pytest.approx(0.5) and s["mean_b_u0"] == pytest.approx(0.5)
-    # U=0 with a known verdict: b = (1, 0, 1, 0), n = (7, 2, 3, 2): r = 3 / sqrt(1 x 17)
-    assert s["corr_b_n_u0"] == pytest.approx(3 / math.sqrt(17))
+    # U=0 with a known verdict: b = (1, 0, 1, 0), n = (4, 1, 2, 1): r = 2 / sqrt(6), the Echo table's
+    assert s["corr_b_n_u0"] == pytest.approx(2 / math.sqrt(6))
+    assert (s["leniency_low"], s["leniency_high"]) == (pytest.approx(0.150039, abs=1e-6), pytest.approx(0.849961,
+                                                                                                      abs=1e-6))
+    rests = s["corr_b_n_u0_interval"]  # e0 and e4 carry it: too few for an interval, and it says so
+    assert (rests["entries"], rests["lenient_reused"], rests["low"]) == (4, 2, None) and "no interval" in rests["why"]
     assert (s["assertion_mismatch"], s["asserts_other_than_gold"]) == (4, 3)
-    assert (s["wrong_verdict"]["entries"], s["wrong_verdict"]["retrievals"]) == (3, 11)
-    assert s["wrong_verdict"]["mean_n"] == pytest.approx(11 / 3)
-    assert (s["right_verdict"]["entries"], s["right_verdict"]["retrievals"], s["right_verdict"]["mean_n"]) == (6, 6, 1)
+    assert (s["wrong_verdict"]["entries"], s["wrong_verdict"]["retrievals"]) == (3, 7)
+    assert s["wrong_verdict"]["mean_n"] == pytest.approx(7 / 3)
+    assert (s["right_verdict"]["entries"], s["right_verdict"]["retrievals"], s["right_verdict"]["mean_n"]) == (6, 3,
+                                                                                                              0.5)
     assert s["flipped"] is None and "not available" in a["truth"]
 
 
@@ -266,7 +272,7 @@ def test_cli_formats(runs, tmp_path, capsys):
                                  "assertion_mismatch", "wrong_verdict", "right_verdict", "flipped"}
     assert main(["audit", str(runs), "--rows", "2"]) == 0
     out = capsys.readouterr().out
-    assert "## m / d: plain run" in out and "| e0 | 1 | 2 | 1 | 0 | 1 | 1 | yes | 7 | 4 |" in out
+    assert "## m / d: plain run" in out and "| e0 | 1 | 2 | 1 | 0 | 1 | 1 | yes | 4 | 2 |" in out
     assert "retrieval failures 1, usage failures 1, not classified 1" in out and "8 more entries" in out
     page = tmp_path / "audit.html"
     assert main(["audit", str(runs), "--format", "html", "-o", str(page)]) == 0

@@ -180,3 +180,18 @@ def test_deinflate_needs_the_verify_run(home, fake_llm, capsys):
     fake_llm.CALLS.clear()
     assert main(["deinflate", str(home / "src"), "--verifier", "reorder", "--quiet"]) == 2
     assert "critique verify" in capsys.readouterr().err and fake_llm.CALLS == []
+
+
+@pytest.mark.parametrize("dataset", ["mcr-gen", "pref-gen"])
+def test_a_verifier_that_flags_every_entry_has_no_control(dataset, capsys):
+    """The shipped reorder verifier flags all 250 entries of the self critic's memory: a budget-matched random
+    arm demotes those same 250 (answered from the verifier arm's log), so it is no control, and the table says so
+    instead of printing its mean with an SD of 0."""
+    logs = Path(__file__).resolve().parent.parent / "logs"
+    source = logs / f"{dataset}__local_smollm2__critic-self"
+    found = rows([source, *sorted(logs.glob(f"{source.name}__deinflate-*"))], capsys)
+    assert found and {key[2] for key in found} == {"EP_CRIT", "EP+SEM_CRIT"}
+    for row in found.values():
+        assert row["demoted"] == 250 and row["accuracy"] is not None
+        assert (row["random_mean"], row["random_sd"], row["vs_random"], row["random_seeds"]) == (None, None, None, 0)
+        assert row["control"].startswith("none possible: the verifier flagged all 250 entries")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from critique.analysis import echo, synthetic
+from critique.analysis import echo, echo_stats, synthetic
+from critique.analysis.stats import wilson
 from critique.analysis.__main__ import main as analysis_main
 from critique.base import rundir
 from critique.experiments import verify  # noqa: F401  (declares a verifier's fields)
@@ -37,25 +38,84 @@ def test_leniency_specificity_reuse_and_contamination_by_hand(tmp_path, capsys):
     # labels, not verdicts, so its retrievals cannot echo one): e0 3 + 1, e1 1, e4 1 + 1, e5 1 (with EP_LABEL's it
     # was (7, 2, 3, 2), Corr 3 / sqrt(17))
     assert row["corr_b_n_u0"] == pytest.approx(2 / math.sqrt(6))  # b = (1, 0, 1, 0), n = (4, 1, 2, 1)
-    # EP_CRIT and EP+SEM_CRIT prompts: (share of retrieved entries with b != 0, error):
+    # EP_CRIT and EP+SEM_CRIT prompts: (share of retrieved entries that are wrong-but-trusted, b = +1, error):
     points = [(0.5, 1), (1, 1), (0.5, 0), (0, 1),  # EP_CRIT t0-t3 (t3's failed record replaced)
-              (1, 0), (1, 1), (1, 0)]  # EP+SEM_CRIT t0-t2 (e6: b = -1 is wrong too); t3 retrieved nothing
+              (1, 0), (1, 1), (0, 0)]  # EP+SEM_CRIT t0-t2 (e6: b = -1, a right answer stored as wrong, is not
+    # wrong-but-trusted); t3 retrieved nothing
     assert row["kappa_prompts"] == len(points)
-    assert row["kappa"] == pytest.approx(-5 / 13)  # Sxy / Sxx = (-5/14) / (13/14)
+    assert row["kappa"] == pytest.approx(3 / 17)  # Sxy / Sxx = (3/14) / (17/14)
+    assert row["kappa_varying"] == 4  # shares other than the most common one (1, three prompts)
     assert row["critic"] == "gold" and row["label_flipped"] == 0 and row["believed_not_gold"] is None
     assert "leniency_generator" not in row  # no generator truth: no such column
-    assert row["corr_low"] is not None and row["corr_low"] <= row["corr_high"]
+    # two wrong-but-trusted reused entries (e0, e4) carry both: too few for an interval, and each says so
+    assert row["lenient_reused"] == 2 and (row["corr_low"], row["corr_high"], row["kappa_low"]) == (None, None, None)
+    assert "wrong-but-trusted reused entries 2, U=0 entries with b=0 2" in row["corr_why"]
+    assert row["kappa_why"] == ("no interval: wrong-but-trusted entries retrieved 2, prompts whose share varies 4 "
+                                "(an interval needs 5 and 10)")
+    assert row["leniency_low"] == pytest.approx(15.003899, abs=1e-5)  # Wilson, 2 of 4
 
 
 def test_the_bootstrap_interval_is_seeded_and_exact_when_the_answer_is_known():
     b = [0, 1, 0, 1, 1, 0, 0, 1]
-    assert echo.bootstrap_corr(b, [5 * x + 1 for x in b]) == (pytest.approx(1.0), pytest.approx(1.0))
-    assert echo.bootstrap_corr(b, [1 - x for x in b]) == (pytest.approx(-1.0), pytest.approx(-1.0))
+    low, high, undefined = echo_stats.bootstrap_corr(b, [5 * x + 1 for x in b])
+    assert (low, high) == (pytest.approx(1.0), pytest.approx(1.0)) and 0 < undefined < 0.05  # all-0 or all-1 draws
+    assert echo_stats.bootstrap_corr(b, [1 - x for x in b])[:2] == (pytest.approx(-1.0), pytest.approx(-1.0))
     noisy = ([0, 1, 0, 1, 1, 0, 0, 1, 1, 0], [3, 9, 2, 4, 8, 1, 7, 6, 2, 5])
-    first = echo.bootstrap_corr(*noisy)
-    assert first == echo.bootstrap_corr(*noisy) and first[0] < first[1]
-    assert echo.bootstrap_corr(*noisy, seed=1) != first
-    assert echo.bootstrap_corr([0, 1], [1, 2]) == (None, None)  # too few pairs
+    first = echo_stats.bootstrap_corr(*noisy)
+    assert first == echo_stats.bootstrap_corr(*noisy) and first[0] < first[1]
+    assert echo_stats.bootstrap_corr(*noisy, seed=1) != first
+    assert echo_stats.bootstrap_corr([0, 1], [1, 2]) == (None, None, None)  # too few pairs
+
+
+def u0_rows(lenient: list[int], others: list[int]) -> list[dict]:
+    """U = 0 entry rows: b = +1 with the reuse n in `lenient`, b = 0 with the reuse n in `others`."""
+    return [{"b": 1, "n": n} for n in lenient] + [{"b": 0, "n": n} for n in others]
+
+
+def test_corr_b_n_on_one_reused_lenient_entry_gives_no_interval():
+    # mcr-gen's gold critic: one lenient entry, reused 12 times, among 182 U=0 entries; the bootstrap used to
+    # drop the ~37% of resamples that missed it and print an interval conditional on drawing it
+    rows = u0_rows([12], [i % 4 for i in range(181)])
+    low, high, undefined = echo_stats.bootstrap_corr([r["b"] for r in rows], [r["n"] for r in rows])
+    assert low is not None and 0.3 < undefined < 0.45  # what the interval rested on
+    corr = echo_stats.corr_b_n(rows)
+    assert corr["value"] == pytest.approx(echo_stats.pearson([r["b"] for r in rows], [r["n"] for r in rows]))
+    assert (corr["lenient_reused"], corr["entries"], corr["low"], corr["high"]) == (1, 182, None, None)
+    assert corr["why"] == ("no interval: wrong-but-trusted reused entries 1, U=0 entries with b=0 181 (an interval "
+                           "needs 5 of each)")
+    # three entries: a perfect correlation, with the caveat beside it
+    three = echo_stats.corr_b_n(u0_rows([3], [1, 1]))
+    assert three["value"] == pytest.approx(1.0) and three["low"] is None and "b=0 2 " in three["why"]
+    # enough on both sides: an interval, and the share of undefined resamples it left out
+    many = echo_stats.corr_b_n(u0_rows([3, 5, 2, 6, 4, 0, 7], [1, 0, 2, 1, 3, 0, 1, 2]))
+    assert many["why"] is None and many["low"] < many["value"] < many["high"] and many["undefined"] < 0.05
+    assert echo_stats.corr_b_n(u0_rows([2, 3], []))["why"] == "undefined: every U=0 entry has b = +1"
+
+
+def test_kappa_reads_wrong_but_trusted_entries_and_says_what_varies():
+    rows = [{"id": f"w{i}", "b": 1} for i in range(6)] + [{"id": f"r{i}", "b": 0} for i in range(6)] + [
+        {"id": "harsh", "b": -1}, {"id": "unknown", "b": None}]
+
+    def prompt(item, retrieved, correct, strategy="EP_CRIT"):
+        return {"strategy": strategy, "item_id": item, "retrieved": retrieved, "correct": correct}
+
+    # a right answer stored as wrong (b = -1) is not contamination: the old slope counted it and found -1
+    harsh = [prompt("t0", ["harsh"], True), prompt("t1", ["r0"], False), prompt("t2", ["unknown"], False)]
+    out = echo_stats.contamination(rows, harsh, ("EP_CRIT",))
+    assert out["kappa"] is None and out["prompts"] == 2 and "same wrong-but-trusted share" in out["why"]
+    # error 1 exactly where the share of wrong-but-trusted entries is 1/2: slope 2 over 24 prompts, 12 varying
+    made = [prompt(f"q{i}", [f"w{i // 2 % 6}", f"r{i % 6}"] if i % 2 else [f"r{i % 6}"], not i % 2) for i in range(24)]
+    out = echo_stats.contamination(rows, made + [prompt("q0", ["w0"], False, "EP_LABEL")], ("EP_CRIT",))
+    assert (out["kappa"], out["prompts"], out["varying"], out["trusted_wrong"]) == (pytest.approx(2.0), 24, 12, 6)
+    assert out["why"] is None and out["low"] == pytest.approx(2.0) and out["high"] == pytest.approx(2.0)
+
+
+def test_leniency_has_the_wilson_interval():
+    from statsmodels.stats.proportion import proportion_confint
+
+    for k, n in ((1, 182), (62, 84), (0, 10), (10, 10), (3, 7), (0, 1)):
+        assert wilson(k, n) == pytest.approx(proportion_confint(k, n, method="wilson"), abs=1e-12)
+    assert wilson(0, 0) == (None, None)
 
 
 def test_the_generators_truth_gives_its_own_rates(tmp_path, capsys):
@@ -135,7 +195,7 @@ def test_markdown_and_html_show_the_echo_tables(tmp_path, capsys):
     run = single_run(tmp_path)
     assert analysis_main(["tables", str(run)]) == 0
     out = capsys.readouterr().out
-    assert echo.ECHO_TITLE in out and echo.ACCURACY_TITLE in out and "| 50.0 | 20.0 | 0.82 |" in out
+    assert echo.ECHO_TITLE in out and echo.ACCURACY_TITLE in out and "| 50.0 | 15.0 | 85.0 | 20.0 | 0.82 | 2 |" in out
     page = tmp_path / "report.html"
     assert analysis_main(["report", str(run), "-o", str(page)]) == 0
     assert echo.ECHO_TITLE in page.read_text(encoding="utf-8")
@@ -178,3 +238,22 @@ def test_a_verifier_that_copies_the_stored_verdict_echoes_it(tmp_path, capsys):
     assert row["corr_nu_b"] == pytest.approx(1.0)  # nu = r - U = b
     # flagged: e1, e5 (U=0) and e6 (U=1): precision 2/3
     assert (row["flagged"], row["precision"]) == (3, pytest.approx(200 / 3))
+
+
+def test_one_reuse_for_the_audit_and_the_echo_table_named_in_each(tmp_path, capsys):
+    from critique.analysis import audit
+
+    run = single_run(tmp_path)
+    row = one_row(tables_json([run], capsys))
+    result = audit.audit([str(run)])["audits"][0]
+    # the same n (EP_CRIT and EP+SEM_CRIT prompts, not EP_LABEL's), so the same Corr(b, n | U = 0)
+    assert result["summary"]["corr_b_n_u0"] == pytest.approx(row["corr_b_n_u0"]) == pytest.approx(2 / math.sqrt(6))
+    assert audit.REUSE == echo_stats.REUSE == ("EP_CRIT", "EP+SEM_CRIT")
+    assert result["summary"]["reuse_definition"] == echo_stats.REUSE_NOTE
+    assert analysis_main(["tables", str(run)]) == 0
+    tables = capsys.readouterr().out
+    assert analysis_main(["audit", str(run)]) == 0
+    audited = capsys.readouterr().out
+    for out in (tables, audited):  # named wherever n is used
+        assert " ".join(echo_stats.REUSE_NOTE.split()) in " ".join(out.split())
+    assert "any EP strategy" not in tables and "(all strategies)" not in audited

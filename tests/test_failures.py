@@ -99,7 +99,7 @@ def test_table2_leaves_out_a_strategy_whose_predictions_errored():
             {"model": "m", "dataset": "e", "strategy": "zero_shot", "accuracy": 50.0, "n": 10, "errors": 0}]
     points, notes = study_points(SimpleNamespace(accuracy=rows, labels={}))
     assert points == {("m", "e"): {"zero_shot": 50.0}}  # no all-error point, so no tie
-    assert any("m / d / EP+SEM_CRIT: left out, 10 of its 10 predictions ended in an error" in n for n in notes)
+    assert any("m / d: left out, all 20 of its predictions ended in an error" in n for n in notes)
 
 
 @pytest.mark.parametrize("text, hint", [

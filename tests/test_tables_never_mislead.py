@@ -161,19 +161,22 @@ def plain_run(path, model="m", dataset="d", right=(3, 3, 3, 3, 3), probe=None, n
     return synthetic.write_run(path, head, [], predictions)
 
 
-def test_seed_repeats_are_one_point_and_other_settings_are_left_out_of_table2(tmp_path, capsys):
+def test_seed_repeats_are_one_point_and_other_settings_are_other_experiments_of_table2(tmp_path, capsys):
     plain_run(tmp_path / "s0", seed=0, right=(1, 1, 2, 2, 3))
     plain_run(tmp_path / "s1", seed=1, right=(1, 1, 4, 4, 5))
     plain_run(tmp_path / "o", model="o", right=(1, 1, 2, 2, 2))
     plain_run(tmp_path / "ok", model="o", k=1, right=(2, 2, 2, 2, 2))
     code, out, err = tables(capsys, tmp_path, "--format", "json")
     data = json.loads(out)
-    rows = {(r["critique"], r["baseline"]): r for r in data["table2"]}
-    # m: one point, the mean over its two seeds (EP+SEM_CRIT 80% vs zero_shot 20%); o: left out (k differs)
-    assert rows[("EP+SEM_CRIT", "zero_shot")]["n"] == 1 and rows[("EP+SEM_CRIT", "zero_shot")]["mean"] == 60.0
+    rows = {(r["condition"], r["critique"], r["baseline"]): r for r in data["table2"]}
+    # k=5 (the default): m, one point, the mean over its two seeds (EP+SEM_CRIT 80% vs zero_shot 20%), and o;
+    # k=1: o's other experiment, never pooled with its k=5 one
+    default, other = rows[("k=5", "EP+SEM_CRIT", "zero_shot")], rows[("k=1", "EP+SEM_CRIT", "zero_shot")]
+    assert (default["n"], default["mean"]) == (2, 40.0) and (other["n"], other["mean"]) == (1, 0.0)
     note = data["notes"]["table2"]
-    assert "m / d: one point, the mean over 2 seeds" in note and "o / d: left out, its 2 experiments differ in k" in note
-    assert data["claims"]["C1"]["points_vs_zero_shot"] == 1
+    assert "k=5: m / d: one point, the mean over 2 seeds" in note
+    assert data["claims"]["C1"]["points_vs_zero_shot"] == 2 and data["claims"]["C1"]["condition"] == "k=5"
+    assert data["claims"]["C1 [k=1]"]["points_vs_zero_shot"] == 1
 
 
 def test_a_probe_is_compared_only_with_the_plain_run_of_its_settings(tmp_path, capsys):

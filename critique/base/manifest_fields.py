@@ -23,7 +23,9 @@ MANIFEST = (
           "mode, demote, verifier, seed, demoted, source, source_run_id, verify_run} (critique deinflate), {name: "
           "overturn} (critique probe overturn); null for "
           "a plain run", analysis=True),
-    Field("ablation", "object|null", "{name: k | parts | train_size | gate, value}; null when none", analysis=True),
+    Field("ablation", "object|null", "{name: k | parts | train_size | gate, value}, and for a gate threshold chosen "
+          "from the train split (critique ablate gate --quantiles, a study's ablations.gate.quantiles) chosen: {split: "
+          "train, quantile, questions, statistic}; null when none", analysis=True),
     Field("dataset", "object", "the data (table dataset below)", analysis=True),
     Field("templates", "object", "template file name -> sha256 of every prompt template of the run's set "
           "(config.prompts)", analysis=True),

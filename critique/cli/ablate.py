@@ -36,8 +36,14 @@ def register(sub) -> None:
     g = kinds.add_parser("gate", help="zero_shot and EP_CRIT with only the retrieved entries whose similarity to the "
                                       "question is at least T (--retrieval, --inject-budget apply too)")
     add_experiment_options(g, out_help)
-    g.add_argument("--values", default=listed("gate"),
-                   help="comma-separated thresholds T in [-1, 1] (default %(default)s)")
+    chosen = g.add_mutually_exclusive_group()
+    chosen.add_argument("--values", default=listed("gate"),
+                        help="comma-separated thresholds T in [-1, 1] (default %(default)s)")
+    chosen.add_argument("--quantiles", help="comma-separated quantiles in (0, 1): the thresholds are these quantiles "
+                                            "of each train question's similarity to its nearest other train "
+                                            "question (the train split alone; recorded in each run's manifest)")
+    g.add_argument("--propose", action="store_true", help="with --quantiles: print the thresholds chosen from the "
+                                                          "train split, and run nothing")
     g.add_argument("--k", type=int, default=RunConfig.k)
     g.add_argument("--parts", choices=PARTS, default=RunConfig.parts)
     g.set_defaults(func=main)
@@ -50,15 +56,44 @@ def main(args) -> int:
     name = ablations.CLI_NAMES[args.ablation]
     if getattr(args, "gate", None) is not None and name == "gate":
         raise UserError("critique ablate gate sets the gate itself: give the thresholds with --values, not --gate")
-    try:
-        values = ablations.parse_values(name, args.values)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
     base = config_from_args(args, strategies=list(ablations.STRATEGIES[name]), k=args.k, parts=args.parts)
+    values, chosen = _values(args, name, base)
+    if getattr(args, "propose", False):
+        return 0
     parent = Path(args.out) if args.out else Path("runs")
-    outcomes = ablations.sweep(base, name, values, parent, reuse_places=args.reuse, progress=not args.quiet)
+    outcomes = ablations.sweep(base, name, values, parent, reuse_places=args.reuse, progress=not args.quiet,
+                               chosen=chosen)
     ablations.print_summary([o.out for o in outcomes])
     print(f"{sum(o.calls_made for o in outcomes)} LLM calls made; run directories under {parent}")
     from critique.engine.scores import report_errors
 
     return report_errors([o.out for o in outcomes])
+
+
+def _values(args, name: str, base) -> tuple[list, dict]:
+    """The sweep's values and how each was chosen: as given (--values), or gate thresholds from the train split
+    (--quantiles, printed)."""
+    from critique.base.errors import UserError
+    from critique.experiments import ablations, gate_choice
+
+    quantiles = getattr(args, "quantiles", None)
+    if getattr(args, "propose", False) and not quantiles:
+        raise UserError("--propose goes with --quantiles (the thresholds it proposes are those quantiles)")
+    try:
+        if not quantiles:
+            return ablations.parse_values(name, args.values), {}
+        choices = ablations.gate_from_train(base, _numbers(quantiles))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    print(gate_choice.describe(choices))
+    return [c["value"] for c in choices], {c["value"]: c["chosen"] for c in choices}
+
+
+def _numbers(text: str) -> list[float]:
+    try:
+        numbers = [float(q) for q in text.split(",") if q.strip()]
+    except ValueError:
+        raise ValueError(f"ablation gate: quantiles must be numbers in (0, 1), not {text!r}") from None
+    from critique.experiments.gate_choice import check_quantiles
+
+    return check_quantiles(numbers)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from critique.base import labels
+from critique.base.reply_bounds import FIELD_CHARS, MAX_ADVICE_LINES
 from critique.base.assertion import asserted_option  # noqa: F401  (the one definition, re-exported)
 
 
@@ -87,18 +88,9 @@ def parse_answer(text: str | None, answer_space: list[str], gold: str, *seed_par
 
 CRITIQUE_KEYS = ("correct_answer", "local_reason", "global_reason")
 
-# Characters at most in each field of a reply, by its purpose. Only the embedded model is held to
+# FIELD_CHARS (characters at most in each field of a reply) and MAX_ADVICE_LINES (pieces of advice in a summary)
+# are defined in critique.base.reply_bounds, where the analysis reads them too. Only the embedded model is held to
 # them (its grammar; critique.llm.bounds): other providers get the schemas without length keywords.
-FIELD_CHARS = {
-    "correct_answer": 160,  # the correct answer restated, and right or wrong
-    "local_reason": 320,  # why, for this question: a sentence or two
-    "global_reason": 240,  # one general lesson: a sentence or two
-    "advice_line": 120,  # one piece of advice: one line
-}
-# Pieces of advice in a summary (the prompt asks for at most this many). The advice goes into every
-# SEM_CRIT and EP+SEM_CRIT prompt: the embedded model fills whatever bounds it is given, and
-# 5 lines of 120 characters are about 220 of its tokens in each of those prompts.
-MAX_ADVICE_LINES = 5
 
 CRITIQUE_SCHEMA = {
     "type": "object",

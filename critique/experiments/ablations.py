@@ -131,9 +131,29 @@ def run_dir(parent: Path, config, name: str, value) -> Path:
     return Path(parent) / run_name(config, f"{name}-{value_label(value)}")
 
 
+def ablation_of(name: str, value, chosen: dict | None = None) -> dict:
+    """The manifest's ``ablation`` of one run of a sweep; ``chosen``: how its value was chosen (a gate threshold
+    from the train split: critique.experiments.gate_choice), when it was not given."""
+    return {"name": name, "value": value, **({"chosen": chosen} if chosen else {})}
+
+
+def gate_from_train(base, quantiles: list[float]) -> list[dict]:
+    """Gate thresholds for ``base``'s dataset (its train split, as the run limits it): one {value, chosen} per
+    quantile (critique.experiments.gate_choice); ValueError when none can be chosen."""
+    from critique.base.paths import cache_dir
+    from critique.datasets.registry import resolve
+    from critique.engine.memory.embed import Encoder
+    from critique.experiments import gate_choice
+
+    dataset = resolve(base.dataset, base.data_dir).limited(base.limit)
+    encoder = Encoder(base.encoder, cache_dir(base.cache_dir) if base.use_cache else None)
+    return gate_choice.choose(dataset.train, encoder, quantiles)
+
+
 def sweep(base, name: str, values: list, parent: Path, *, reuse_places: list[str] | None = None,
-          progress: bool = True, setup=None, pool: dict | None = None) -> list[Outcome]:
-    """One run directory per value, in order; each reuses the calls of the runs before it."""
+          progress: bool = True, setup=None, pool: dict | None = None, chosen: dict | None = None) -> list[Outcome]:
+    """One run directory per value, in order; each reuses the calls of the runs before it. ``chosen``: value ->
+    how it was chosen (ablation_of)."""
     from critique.datasets.registry import resolve
 
     checksum = resolve(base.dataset, base.data_dir).checksum
@@ -144,7 +164,8 @@ def sweep(base, name: str, values: list, parent: Path, *, reuse_places: list[str
         for value in values:
             config = config_for(base, name, value)
             outcome, logged = execute_run(config, run_dir(parent, config, name, value),
-                                          ablation={"name": name, "value": value}, reuse=pool, work=execute,
+                                          ablation=ablation_of(name, value, (chosen or {}).get(value)),
+                                          reuse=pool, work=execute,
                                           setup=setup,
                                           progress=progress, runner=runner.run)
             pool.update({k: v for k, v in logged.items() if k not in pool})

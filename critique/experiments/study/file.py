@@ -50,7 +50,7 @@ MODEL_FIELDS = {"name": str, "api_base": str, "reasoning_effort": str, "max_toke
                 "concurrency": int, "timeout": float, "retries": int, "context_tokens": int}
 PROBE_FIELDS = {"suggestibility": {"attributions", "datasets", "models"},
                 "consistency": {"repeats", "split", "datasets", "models"}}
-ABLATION_FIELDS = {"values", "datasets", "models"}
+ABLATION_FIELDS = {"values", "quantiles", "datasets", "models"}  # quantiles: the gate's, from train
 ROUTER_FIELDS = {"routing_strategy", "model_list"}
 DEPLOYMENT_FIELDS = {"model_name", "litellm_params", "model_info"}
 # What a deployment's litellm_params may set: where and how to reach the endpoint, never how it samples (a
@@ -307,15 +307,36 @@ def load(path: str | Path) -> Study:
             if key not in ABLATION_FIELDS:
                 raise _unknown(path, f"ablations.{name}.", key, ABLATION_FIELDS)
         checked = _filters(path, f"ablations.{name}", spec, datasets, names)
-        try:
-            checked["values"] = ablations.parse_values(name, spec.get("values", ablations.DEFAULT_VALUES[name]))
-        except ValueError as exc:
-            raise _error(f"{path}: ablations.{name}.values: {exc}") from None
+        if "quantiles" in spec:
+            checked["quantiles"] = _gate_quantiles(path, name, spec)
+        else:
+            try:
+                checked["values"] = ablations.parse_values(name, spec.get("values", ablations.DEFAULT_VALUES[name]))
+            except ValueError as exc:
+                raise _error(f"{path}: ablations.{name}.values: {exc}") from None
         ablations_[name] = checked
 
     return Study(path=path, out=out, models=models, datasets=datasets, strategies=strategies, settings=settings,
                  jobs=jobs, backend=backend, providers=providers, probes=probes_, ablations=ablations_,
                  routing_strategy=router.get("routing_strategy"))
+
+
+def _gate_quantiles(path, name: str, spec: dict) -> list[float]:
+    """``ablations.gate.quantiles``: thresholds chosen from the train split (never with ``values``)."""
+    from critique.experiments import gate_choice
+
+    if name != "gate":
+        raise _error(f"{path}: ablations.{name}.quantiles: only the gate ablation's thresholds are chosen from "
+                     "quantiles (give values)")
+    if "values" in spec:
+        raise _error(f"{path}: ablations.gate: give values or quantiles, not both")
+    quantiles = spec["quantiles"]
+    try:
+        if not isinstance(quantiles, list) or not quantiles:
+            raise ValueError(f"ablation gate: quantiles must be a list of numbers in (0, 1), not {quantiles!r}")
+        return gate_choice.check_quantiles(quantiles)
+    except ValueError as exc:
+        raise _error(f"{path}: ablations.gate.quantiles: {exc}") from None
 
 
 def _filters(path: Path, where: str, spec: dict, datasets: list[str], models: list[str]) -> dict:

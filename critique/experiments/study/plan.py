@@ -40,6 +40,14 @@ def _selected(spec: dict, model: Model, dataset: str) -> bool:
     return dataset in spec.get("datasets", [dataset]) and model.name in spec.get("models", [model.name])
 
 
+def _values(base, name: str, spec: dict) -> list[tuple]:
+    """(value, how it was chosen) of each run of an ablation: its given values, or gate thresholds chosen from
+    the train split of the cell's dataset by ``quantiles``."""
+    if "quantiles" in spec:
+        return [(c["value"], c["chosen"]) for c in ablations.gate_from_train(base, spec["quantiles"])]
+    return [(value, None) for value in spec["values"]]
+
+
 def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
     cells = []
     for model in study.models:
@@ -61,11 +69,11 @@ def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
             for name, spec in study.ablations.items():
                 if not _selected(spec, model, dataset):
                     continue
-                for value in spec["values"]:
+                for value, chosen in _values(base, name, spec):
                     config = ablations.config_for(base, name, value)
                     cell.tasks.append(Task(f"{name}-{ablations.value_label(value)}", config,
                                            ablations.run_dir(study.out, config, name, value),
-                                           ablation={"name": name, "value": value}))
+                                           ablation=ablations.ablation_of(name, value, chosen)))
             if cell.tasks:
                 cells.append(cell)
     for number, cell in enumerate(cells, start=1):

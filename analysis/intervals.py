@@ -1,0 +1,57 @@
+"""The 95% interval of one accuracy cell (Table 1): over its predictions, or over its users.
+
+A cell of one user (the data has none, or one) gets the Wilson score interval of its right answers
+among its predictions. A cell of several users (preference data) is a mean of per-user accuracies,
+and a user's items are not independent of each other: it gets a percentile cluster bootstrap over
+users (users drawn with replacement, each with all of its predictions; RESAMPLES resamples, seeded).
+Both in percent, as the accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile
+RESAMPLES = 2000
+SEED = 0
+WILSON = "wilson"
+CLUSTER = "cluster bootstrap over users"
+NOTE = (f"ci_low, ci_high: 95% interval of the accuracy: the Wilson score interval over the cell's predictions, or, "
+        f"where the cell has several users (preference data), a percentile cluster bootstrap over users "
+        f"({RESAMPLES} resamples, seed {SEED}; ci_method in JSON)")
+
+
+def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float | None, float | None]:
+    """The Wilson score interval (%) of ``successes`` of ``n``; (None, None) when n is 0."""
+    if n <= 0:
+        return None, None
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return 100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half)
+
+
+def cluster_bootstrap(rates: list[float], resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+    """The 2.5% and 97.5% percentiles of the mean of ``rates`` (one per user) over seeded resamples of users."""
+    draw = random.Random(seed)
+    means = sorted(math.fsum(draw.choices(rates, k=len(rates))) / len(rates) for _ in range(resamples))
+    return _percentile(means, 0.025), _percentile(means, 0.975)
+
+
+def _percentile(ordered: list[float], q: float) -> float:
+    """Linear interpolation between the closest ranks (numpy's default)."""
+    at = q * (len(ordered) - 1)
+    low = math.floor(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+def accuracy_interval(users: list[tuple[int, int]]) -> dict:
+    """ci_low, ci_high (%) and ci_method of a cell from (right answers, predictions) per user."""
+    users = [(right, n) for right, n in users if n]
+    if len(users) > 1:
+        low, high = cluster_bootstrap([100.0 * right / n for right, n in users])
+        return {"ci_low": low, "ci_high": high, "ci_method": CLUSTER}
+    low, high = wilson(*users[0]) if users else (None, None)
+    return {"ci_low": low, "ci_high": high, "ci_method": WILSON if users else None}

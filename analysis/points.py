@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 
 from critique.analysis.cells import Cells, mean, name_key
 from critique.base.config import RunConfig
+from critique.base.vocab import CONTROLS
 
 Points = dict  # (model, dataset) -> strategy -> accuracy
 
@@ -49,11 +50,16 @@ def condition_keys(labels: dict) -> list[str]:
 def conditions(labels: dict) -> dict[tuple, str]:
     """(model as shown, dataset) -> its condition: its values of the `condition_keys`, e.g. "critic=self".
     Every point has its values of every such setting, so a model that ran only the gold critic joins
-    another's critic=gold experiment; "" when no setting differs."""
+    another's critic=gold experiment; "" when no setting differs. A control dataset's point is its own
+    experiment ("control=positive", critique.base.vocab.CONTROLS), never pooled with the study's datasets."""
     keys = condition_keys(labels)
     shown = {None: "default"}
-    return {point: ", ".join(f"{k}={shown.get(about['settings'].get(k), about['settings'].get(k))}" for k in keys)
-            for point, about in labels.items()}
+    out = {}
+    for point, about in labels.items():
+        values = [f"{k}={shown.get(about['settings'].get(k), about['settings'].get(k))}" for k in keys]
+        control = CONTROLS.get(point[1])
+        out[point] = ", ".join(values + ([f"control={control}"] if control else []))
+    return out
 
 
 def _default(settings: dict, keys: list[str]) -> bool:

@@ -286,7 +286,7 @@ def test_the_shipped_logs(capsys):
     out = capsys.readouterr().out
     plain = [p for p in sorted((ROOT / "logs").iterdir()) if (p / rundir.MANIFEST).exists()
              and not {"probe", "ablation"} & {k for k, v in json.loads((p / rundir.MANIFEST).read_text()).items() if v}]
-    assert {p.name.split("__")[0] for p in plain} == {"mcr-gen", "pref-gen"}
+    assert {p.name.split("__")[0] for p in plain} == {"mcr-gen", "pref-gen", "control-pos", "control-neg"}
     for path in plain:  # every plain run shipped (gold, noisy and self critics) is audited
         assert f": plain run ({path})" in out, path.name
     assert "Suggestibility partner: " + str(ROOT / "logs") in out

@@ -159,3 +159,19 @@ def test_the_report_keeps_experiments_apart_and_its_legend_off_the_bars(tmp_path
     figure.canvas.draw()
     legend = axis.get_legend().get_window_extent()
     assert legend.y0 >= axis.get_window_extent().y1 - 1  # above the plot, not over the tallest bars
+
+
+def test_a_control_dataset_is_its_own_experiment_never_pooled_with_the_study(tmp_path, capsys):
+    """The positive control, built so that memory is right, would lift any pooled gain: its point is the
+    experiment control=positive, beside the study's datasets, never among them."""
+    plain_run(tmp_path / "a", dataset="d1", right=(1, 1, 2, 2, 2))
+    plain_run(tmp_path / "b", dataset="d2", right=(1, 1, 1, 1, 2))
+    plain_run(tmp_path / "pos", dataset="control-pos", right=(1, 5, 5, 1, 5))
+    code, out, _ = tables(capsys, tmp_path, "--format", "json")
+    data = json.loads(out)
+    study = [r for r in data["table2"] if not r.get("condition")]
+    control = [r for r in data["table2"] if r.get("condition") == "control=positive"]
+    best = {r["baseline"]: r for r in study if r["critique"] == "EP+SEM_CRIT"}
+    assert best["zero_shot"]["n"] == 2 and best["zero_shot"]["mean"] == pytest.approx(20.0)  # d1, d2 only
+    assert {r["n"] for r in control} == {1}
+    assert [r for r in control if r["critique"] == "EP+SEM_CRIT" and r["baseline"] == "zero_shot"][0]["mean"] == 80.0

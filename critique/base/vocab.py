@@ -55,6 +55,11 @@ TRUTH = "truth"
 LYING = "lying"
 
 PREFERENCE = "preference"
+# The project's generated controls (critique.datasets.controls): a positive control, where copying the label
+# of the most similar shown train example is right, and a negative one, the same questions with labels drawn
+# independently. A control is its own experiment: its points are never pooled with a study's datasets.
+CONTROL_POS, CONTROL_NEG = "control-pos", "control-neg"
+CONTROLS = {CONTROL_POS: "positive", CONTROL_NEG: "negative"}
 
 # Ablation name -> the table that shows it (SPEC section 5, tables 6-8).
 ABLATIONS = {"train_size": "table6", "parts": "table7", "k": "table8"}

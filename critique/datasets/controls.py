@@ -31,11 +31,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from critique.base.vocab import CONTROL_NEG, CONTROL_POS
 from critique.datasets.rawfiles import balanced_positions, check_balanced
 from critique.datasets.splits import DatasetCard, Item, write_dataset
 
-POS = "control-pos"
-NEG = "control-neg"
+POS, NEG = CONTROL_POS, CONTROL_NEG
 ANSWER_SPACE = ["1", "2", "3", "4"]
 N_OBJECTS = 250
 

@@ -1,0 +1,92 @@
+"""Figures the README quotes from the shipped logs are the figures `critique tables logs --format json`
+computes: each test below rebuilds a quoted sentence from the tables' JSON (or the run directories' memory)
+and finds it in the README, so a change to the logs or to the analysis that moves a figure fails here until
+the README says the new one."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from critique.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "logs"
+
+
+def readme() -> str:
+    """The README with its line breaks folded, as the sentences below are written."""
+    return re.sub(r"\s+", " ", (ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("tables") / "tables.json"
+    assert main(["tables", str(LOGS), "--format", "json", "-o", str(out)]) in (0, 1)
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _pct(value: float) -> str:
+    return f"{value:.1f}%"
+
+
+def _listed(values: list[str]) -> str:
+    return ", ".join(values[:-1]) + " and " + values[-1]
+
+
+def gate_sentence(rows: list[dict]) -> str:
+    """The README's sentence of one dataset's gate sweep (rows of the gate table, by threshold)."""
+    rows = sorted(rows, key=lambda r: r["gate"])
+    gates = ", ".join(f"{r['gate']:g}" for r in rows)
+    tokens = _listed([f"{r['injected_tokens']:.0f}" for r in rows])
+    empty = _listed([_pct(r["empty"]) for r in rows])
+    accuracy = _listed([_pct(r["accuracy"]) for r in rows])
+    return f"T = {gates} inject {tokens} example tokens per question, leave {empty} of the prompts memory-free, " \
+           f"at {accuracy}"
+
+
+@pytest.mark.parametrize("dataset", ["mcr-gen", "pref-gen"])
+def test_the_gate_sweep_figures(shipped, dataset):
+    rows = [r for r in shipped["gate"] if r["dataset"] == dataset and r["strategy"] == "EP_CRIT"]
+    assert len(rows) == 3
+    assert gate_sentence(rows) in readme()
+
+
+def test_the_gate_thresholds_are_the_train_quantiles_the_readme_names():
+    for dataset in ("mcr-gen", "pref-gen"):
+        chosen = []
+        for path in sorted(LOGS.glob(f"{dataset}__*__gate-*")):
+            ablation = json.loads((path / "manifest.json").read_text(encoding="utf-8"))["ablation"]
+            assert ablation["chosen"]["split"] == "train", path
+            chosen.append((ablation["chosen"]["quantile"], ablation["value"]))
+        assert [q for q, _ in sorted(chosen)] == [0.25, 0.5, 0.75]
+        quoted = f"{dataset} {', '.join(f'{v:g}' for _, v in sorted(chosen))}"
+        assert quoted in readme(), quoted
+
+
+def test_the_shipped_semantic_memory_is_as_described():
+    pools = json.loads((LOGS / "pref-gen__local_smollm2" / "memory" / "semantic.json").read_text(encoding="utf-8"))
+    options = "\n".join(f"- The answer is {o}" for o in "ABCDE")
+    assert sum(pool["advice"] == options for pool in pools.values()) == 6 and len(pools) == 10
+    assert "six of the ten users' advice is the five lines \"The answer is A\" ... \"The answer is E\"" in readme()
+
+
+@pytest.mark.parametrize("dataset", ["control-pos", "control-neg"])
+def test_the_controls_table(shipped, dataset):
+    rows = {r["strategy"]: r for r in shipped["table1"] if r["dataset"] == dataset}
+    order = ["zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"]
+    assert set(rows) == set(order) and all(rows[s]["n"] == 250 and not rows[s]["errors"] for s in order)
+    cells = [f"{rows[order[0]]['majority']:.1f}"] + [f"{rows[s]['accuracy']:.1f}" for s in order]
+    assert f"| {dataset} | " + " | ".join(cells) + " |" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_no_paired_test_of_a_control_has_a_discordant_item(tmp_path):
+    """The README says so: the embedded model gives one answer everywhere, so the item-level tests find no
+    difference in either control."""
+    out = tmp_path / "inference.json"
+    runs = [str(LOGS / f"{d}__local_smollm2") for d in ("control-pos", "control-neg")]
+    assert main(["tables", *runs, "--inference", "--format", "json", "-o", str(out)]) == 0
+    paired = json.loads(out.read_text(encoding="utf-8"))["inference"]["paired"]
+    assert paired and all(r["diff"] == 0.0 and r["discordant_wins"] == r["discordant_losses"] == 0 for r in paired)
+    assert "no paired test has a discordant item" in readme()

@@ -18,7 +18,7 @@ from critique.base import rundir, vocab
 from critique.analysis import logs
 from critique.analysis.cells import mean
 # the reuse n (REUSE, REUSE_NOTE: one definition for the audit and the Echo table) and Pearson's r
-from critique.analysis.echo_stats import REUSE, REUSE_NOTE, corr_b_n, pearson
+from critique.analysis.echo_stats import REUSE, REUSE_NOTE, corr_b_n
 from critique.analysis.stats import wilson
 from critique.base.assertion import asserted_option
 from critique.base.checksum import dataset_checksum

@@ -25,7 +25,7 @@ from pathlib import Path
 from critique.analysis import audit, logs
 from critique.analysis.cells import mean
 from critique.analysis.echo_stats import BOOTSTRAP, LEVEL, MAX_UNDEFINED, MIN_CARRIERS, MIN_VARYING, REUSE, \
-    REUSE_NOTE, SEED, contamination, corr_b_n
+    REUSE_NOTE, SEED, contamination, corr_b_n, pearson
 from critique.analysis.stats import wilson
 from critique.analysis.tabular import Table
 from critique.base import vocab
@@ -224,8 +224,8 @@ def verifier_row(path: Path, problems: list[str]) -> dict | None:
         pass
     return {"model": config.get("model"), "dataset": (manifest.get("dataset") or {}).get("name"),
             "critic": critic_of(config), "verifier": probe.get("verifier"), "checked": len(joined),
-            "flagged": len(flagged), "corr_v_u": audit.pearson([v for v, _ in joined], [r["U"] for _, r in joined]),
-            "corr_nu_b": audit.pearson([v - r["U"] for v, r in known], [r["b"] for _, r in known]),
+            "flagged": len(flagged), "corr_v_u": pearson([v for v, _ in joined], [r["U"] for _, r in joined]),
+            "corr_nu_b": pearson([v - r["U"] for v, r in known], [r["b"] for _, r in known]),
             "precision": rate([r["U"] == 0 for r in flagged]), "errors": len(checks) - len(done)}
 
 

@@ -62,9 +62,11 @@ def conditions(labels: dict) -> dict[tuple, str]:
     return out
 
 
+_DEFAULTS = {f.name: f.default for f in fields(RunConfig)}
+
+
 def _default(settings: dict, keys: list[str]) -> bool:
-    defaults = {f.name: f.default for f in fields(RunConfig)}
-    return all(k in defaults and settings.get(k) == defaults[k] for k in keys)
+    return all(k in _DEFAULTS and settings.get(k) == _DEFAULTS[k] for k in keys)
 
 
 def condition_order(labels: dict) -> list[str]:

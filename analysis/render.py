@@ -77,6 +77,7 @@ def counted(n, word: str) -> str:
     """``n`` and ``word``, plural unless n is 1 ("1 point", "3 points")."""
     return f"{n} {word}{'' if n == 1 else 's'}"
 
+
 def claim_texts(result: Result) -> list[tuple[str, str]]:
     """(claim, one sentence) for every headline claim, computed or skipped; a claim of another condition
     than the first is named with it (analysis.claims)."""

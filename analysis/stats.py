@@ -197,9 +197,9 @@ def _paired_summary(differences, confidence: float = 0.95) -> dict:
         sd = float(d.std(ddof=1))
         out["sd"] = sd
         if sd > 0:  # Student's t quantiles (scipy.stats.t.interval's, from the same scipy.special function)
-            scale = d.std(ddof=1) / n ** 0.5
-            low, high = (special.stdtrit(n - 1, q) * scale + d.mean() for q in ((1 - confidence) / 2,
-                                                                                 (1 + confidence) / 2))
+            scale = sd / n ** 0.5
+            low, high = (special.stdtrit(n - 1, q) * scale + out["mean"] for q in ((1 - confidence) / 2,
+                                                                                    (1 + confidence) / 2))
             out["ci_low"], out["ci_high"] = float(low), float(high)
         else:
             out["ci_low"] = out["ci_high"] = out["mean"]

@@ -96,7 +96,7 @@ def token_view(tokens: list[dict]) -> tuple[list[str], list[dict]]:
     index, order = ["model", "dataset"], strategy_order(r["strategy"] for r in tokens)
     labels = {s: f"{s} (prompt)" for s in order}
     columns, rows = wide_view(tokens, index, "strategy", "tokens_per_question", order)
-    prompt_columns, prompt_rows = wide_view(tokens, index, "strategy", "prompt_tokens_per_question", order, labels)
+    _, prompt_rows = wide_view(tokens, index, "strategy", "prompt_tokens_per_question", order, labels)
     view_columns = index + [c for name in columns[len(index):] for c in (name, labels[name])]
     return view_columns, [{**row, **prompt} for row, prompt in zip(rows, prompt_rows)]
 

@@ -184,12 +184,12 @@ def fields(kind: str) -> tuple[Field, ...]:
 # experiment declares its own (``declare``) where it is written, so that a new experiment adds fields without
 # touching the prediction record
 EXPERIMENTS: dict[str, tuple[Field, ...]] = {}
+_PREDICTION_NAMES = frozenset(f.name for f in PREDICTION)  # the record's own fields, never an experiment's
 
 
 def declare(experiment: str, own: tuple[Field, ...]) -> tuple[Field, ...]:
     """Declare the fields of ``experiment``'s predictions (its namespace); returns them."""
-    base = {f.name for f in PREDICTION}
-    clash = sorted(f.name for f in own if f.name in base)
+    clash = sorted(f.name for f in own if f.name in _PREDICTION_NAMES)
     if clash:
         raise ValueError(f"experiment {experiment!r}: {', '.join(clash)} already a prediction field")
     EXPERIMENTS[experiment] = tuple(own)
@@ -199,11 +199,10 @@ def declare(experiment: str, own: tuple[Field, ...]) -> tuple[Field, ...]:
 def split(experiment: str | None, values: dict) -> dict:
     """A prediction's fields with those that are not the prediction record's own moved under
     ``experiment`` (the writer's side of ``flat``)."""
-    base = {f.name for f in PREDICTION}
-    own = {k: v for k, v in values.items() if k not in base}
+    own = {k: v for k, v in values.items() if k not in _PREDICTION_NAMES}
     if not own:
         return values
-    kept = {k: v for k, v in values.items() if k in base}
+    kept = {k: v for k, v in values.items() if k in _PREDICTION_NAMES}
     return {**kept, "experiment": {experiment or "": own}}
 
 

@@ -165,25 +165,28 @@ def _write(out: Path, card: DatasetCard, train: list[Item], test: list[Item]):
     return write_dataset(out, card, train, test)
 
 
+def _build(out: Path, name: str, seed: int, n: int, train_labels: list[int], test_labels: list[int],
+           description: str, control: str):
+    """One control: the seeded questions with these labels, checked balanced and written to ``out``."""
+    registry, order = _questions(seed, n)
+    train, test = _items(registry, order, train_labels, test_labels)
+    return _write(out, _card(name, seed, description, train, test, control), train, test)
+
+
 def build_positive(out: Path, seed: int = 0, raw: Path | None = None, n: int = N_OBJECTS):
     """Generate control-pos into ``out``: each test item carries its train twin's arbitrary label."""
-    registry, order = _questions(seed, n)
     labels = balanced_positions(random.Random(f"{POS}:{seed}"), n, len(ANSWER_SPACE))
-    train, test = _items(registry, order, labels, labels)
-    card = _card(POS, seed, "Positive control: arbitrary vault numbers of invented objects; each test question "
-                            "paraphrases one train question and has its label, so copying the label of the most "
-                            "similar train example is right and nothing else is.", train, test, "positive")
-    return _write(out, card, train, test)
+    return _build(out, POS, seed, n, labels, labels,
+                  "Positive control: arbitrary vault numbers of invented objects; each test question paraphrases one "
+                  "train question and has its label, so copying the label of the most similar train example is right "
+                  "and nothing else is.", "positive")
 
 
 def build_negative(out: Path, seed: int = 0, raw: Path | None = None, n: int = N_OBJECTS):
     """Generate control-neg into ``out``: control-pos's questions, every label drawn again (train and test
     independently), so no strategy can beat the majority baseline but by chance."""
-    registry, order = _questions(seed, n)
     train_labels = balanced_positions(random.Random(f"{NEG}:{seed}:train"), n, len(ANSWER_SPACE))
     test_labels = balanced_positions(random.Random(f"{NEG}:{seed}:test"), n, len(ANSWER_SPACE))
-    train, test = _items(registry, order, train_labels, test_labels)
-    card = _card(NEG, seed, "Negative control: control-pos's questions with every label drawn at random, train and "
-                            "test independently, so a test label is independent of its twin's and of the "
-                            "question.", train, test, "negative")
-    return _write(out, card, train, test)
+    return _build(out, NEG, seed, n, train_labels, test_labels,
+                  "Negative control: control-pos's questions with every label drawn at random, train and test "
+                  "independently, so a test label is independent of its twin's and of the question.", "negative")

@@ -264,9 +264,10 @@ def judge_work(entries: dict[str, dict], verifier: str):
                 return parsed[1:3] if parsed else None
 
             def judge(result, _item) -> dict:
-                believed = (judged(result) or (None, None))[1]
+                parsed = judged(result)
+                believed = parsed[1] if parsed else None
                 return {"answer": believed, "gold": item.answer, "correct": believed == item.answer,
-                        "parse_failed": result.error is None and not result.context_overflow and not judged(result),
+                        "parse_failed": result.error is None and not result.context_overflow and not parsed,
                         "timeout": result.timeout, "error": result.error}
 
             def verdict(result) -> dict:

@@ -259,19 +259,20 @@ def semantic_audit(pools: dict | None, rows: list[dict]) -> dict:
         ids = list(record.get("source_ids") or [])
         if isinstance(record.get("lines"), list):
             fmt, note = "lines", "each line with the critiques it descends from"
-            lines = [(str(x.get("text", "")), list(x.get("source_ids") or [])) for x in record["lines"]
-                     if isinstance(x, dict)]
+            lines = [(str(x.get("text", "")), list(x.get("source_ids") or []), x.get("cited") is True)
+                     for x in record["lines"] if isinstance(x, dict)]
         else:
             fmt, note = "advice", ("older log: no per-line sources, so every line's sources are all of the pool's "
                                    "source_ids")
             texts = (re.sub(r"^\s*[-*\u2022]\s+", "", t).strip() for t in str(record.get("advice") or "").splitlines())
-            lines = [(text, ids) for text in texts if text]
+            lines = [(text, ids, False) for text in texts if text]
         if record.get("advice") is None and not lines:
             note = f"no advice ({record.get('error') or 'none written'})"
         shown = []
-        for text, sources in lines:
+        for text, sources, cited in lines:
             found = [by_id[i] for i in sources if i in by_id]
             shown.append({"text": text, "source_ids": sources, "sources": len(sources),
+                          "traced": "cited" if cited else "chunk",
                           "wrong_verdict": sum(r["b"] not in (None, 0) for r in found),
                           "unknown_verdict": sum(r["r"] is None for r in found),
                           "assertion_mismatch": sum(r["assertion_mismatch"] is True for r in found),

@@ -27,7 +27,8 @@ folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`.
   `item_id`, `answer`, `gold`, `truth_answer`, `class` (retrieval / usage / null), `why`,
   `retrieved`, `retrieved_wrong_verdict`).
 - `semantic`: `present`, `note`, `pools[]` (`pool`, `format` (lines / advice), `note`, `error`,
-  `source_ids`, `lines[]`: `text`, `source_ids`, `sources`, `wrong_verdict`, `unknown_verdict`,
+  `source_ids`, `lines[]`: `text`, `source_ids`, `sources`, `traced` (cited: the sources the summary named
+  for the line, checked; chunk: every critique of the calls that wrote it), `wrong_verdict`, `unknown_verdict`,
   `assertion_mismatch`, `not_in_memory`).
 """
 
@@ -181,12 +182,15 @@ def semantic_table(audit: dict) -> Table:
         if not pool["lines"]:
             rows.append(dict(zip(columns, [pool["pool"], pool["note"], "-", "-", "-", "-"])))
         for line in pool["lines"]:
-            rows.append(dict(zip(columns, [pool["pool"], _short(line["text"], 100), str(line["sources"]),
+            sources = str(line["sources"]) + (" cited" if line["traced"] == "cited" else " (chunk)")
+            rows.append(dict(zip(columns, [pool["pool"], _short(line["text"], 100), sources,
                                            str(line["wrong_verdict"]), str(line["assertion_mismatch"]),
                                            str(line["unknown_verdict"])])))
         if pool["format"] == "advice" and pool["lines"]:
             notes.append(pool["pool"])
-    note = "sources: the critiques a line descends from (ids in --format json)"
+    note = ("sources: the critiques a line descends from (ids in --format json): \"cited\", those the summary "
+            "named for the line and the run checked (--advice-sources cited); \"(chunk)\", every critique of the "
+            "summary calls that wrote it, the line traced no closer")
     if notes:
         note += (f"; older log in pool{'s' if len(notes) > 1 else ''} {', '.join(notes)}: no per-line sources, "
                  "so every line's sources are all of the pool's source_ids")

@@ -100,6 +100,14 @@ def claim_c4(study: Study, suggestible: list[dict]) -> dict | None:
     return out
 
 
+def _c4_has(study: Study, suggestible: list[dict]) -> str:
+    """How many of the points C4 needs the study has: "; 1 has both"."""
+    probed = {(r["model"], r["dataset"]) for r in suggestible if r["suggestibility"] is not None}
+    gained = {p for baseline, _ in BASELINE_NAMES for p in gains(study.points, vocab.BEST, baseline)}
+    both = len(probed & gained)
+    return f"; {both} {'has' if both == 1 else 'have'} both"
+
+
 WHY = {
     "C1": f"no (model, dataset) point with {vocab.BEST} and a baseline",
     "C2": f"no (model, dataset) point with {vocab.BEST} and a baseline",
@@ -122,7 +130,7 @@ def claims(cells: Cells, table3_: Table, suggestible: list[dict]) -> tuple[dict,
         for claim, numbers in mine.items():
             name = claim if i == 0 else f"{claim} [{study.condition}]"
             if numbers is None:
-                why[name] = study.named(WHY[claim])
+                why[name] = study.named(WHY[claim] + (_c4_has(study, in_study) if claim == "C4" else ""))
             else:
                 found[name] = {**numbers, "condition": study.condition or None}
     for claim in WHY:

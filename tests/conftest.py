@@ -24,3 +24,28 @@ def fake_llm():
     fake_llm.register()
     fake_llm.CALLS.clear()
     return fake_llm
+
+
+@pytest.fixture(scope="session")
+def shipped_tables(tmp_path_factory) -> dict:
+    """`critique tables logs --format json`: the figures the README quotes."""
+    import shipped
+
+    return shipped.command_json(tmp_path_factory.mktemp("tables"), ["tables", str(shipped.LOGS)])
+
+
+@pytest.fixture(scope="session")
+def shipped_inference(tmp_path_factory) -> dict:
+    """`critique tables logs --inference --format json`."""
+    import shipped
+
+    return shipped.command_json(tmp_path_factory.mktemp("inference"), ["tables", str(shipped.LOGS), "--inference"])
+
+
+@pytest.fixture(scope="session")
+def shipped_audit(tmp_path_factory) -> dict:
+    """`critique audit logs --data datasets --format json`."""
+    import shipped
+
+    return shipped.command_json(tmp_path_factory.mktemp("audit"),
+                                ["audit", str(shipped.LOGS), "--data", str(shipped.ROOT / "datasets")])

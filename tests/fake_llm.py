@@ -5,7 +5,7 @@ numbers in the logs are the numbers of what was sent and received. The reply fol
 JSON schema of the request: an answer chosen by a hash of the prompt (or always the first
 option in the prompt's "Correct answer" line when one is shown), a critique, or a list of lines
 of advice (the first names a rule chosen by a hash of the prompt; FAKE_LLM_ADVICE_LINES of them,
-default 2).
+default 2; asked for sources, the first line names 1 and 2, the last one 99, the others their own number).
 Set FAKE_LLM_DELAY (seconds) to slow each call, and FAKE_LLM_HOLD_AFTER=N to answer the
 first N calls of the process and hold every later one for good (a test that kills a run at
 an event then knows how far it can have gone, whatever the machine's speed). FAKE_LLM_ECHO=TEXT
@@ -76,8 +76,12 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
     rule = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 9 + 1
     more = [f"Check candidate {i} against every condition in turn." for i in
             range(1, int(os.environ.get("FAKE_LLM_ADVICE_LINES", "2")) - 1)]
-    return json.dumps({"advice": [f"Apply conditions in order of priority (rule {rule}).", *more,
-                                  f"Check every candidate.{echo}"]})
+    lines = [f"Apply conditions in order of priority (rule {rule}).", *more, f"Check every candidate.{echo}"]
+    items = (schema or {}).get("properties", {}).get("advice", {}).get("items", {})
+    if items.get("type") == "object":  # --advice-sources cited: the first line cites 1 and 2, the last one 99
+        cited = [[1, 2]] + [[n] for n in range(3, len(lines) + 1)][:len(lines) - 2] + [[99]]
+        return json.dumps({"advice": [{"text": t, "sources": c} for t, c in zip(lines, cited)]})
+    return json.dumps({"advice": lines})
 
 
 def _self_reply(prompt: str, props: dict, echo: str) -> str:

@@ -4,35 +4,16 @@ and finds it in the README, so a change to the logs or to the analysis that move
 the README says the new one."""
 
 import json
-import re
-from pathlib import Path
 
 import pytest
 
 from critique.cli import main
-
-ROOT = Path(__file__).resolve().parent.parent
-LOGS = ROOT / "logs"
+from shipped import LOGS, ROOT, listed as _listed, pct as _pct, readme
 
 
-def readme() -> str:
-    """The README with its line breaks folded, as the sentences below are written."""
-    return re.sub(r"\s+", " ", (ROOT / "README.md").read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def shipped(tmp_path_factory) -> dict:
-    out = tmp_path_factory.mktemp("tables") / "tables.json"
-    assert main(["tables", str(LOGS), "--format", "json", "-o", str(out)]) in (0, 1)
-    return json.loads(out.read_text(encoding="utf-8"))
-
-
-def _pct(value: float) -> str:
-    return f"{value:.1f}%"
-
-
-def _listed(values: list[str]) -> str:
-    return ", ".join(values[:-1]) + " and " + values[-1]
+@pytest.fixture
+def shipped(shipped_tables) -> dict:
+    return shipped_tables
 
 
 def gate_sentence(rows: list[dict]) -> str:
@@ -90,3 +71,10 @@ def test_no_paired_test_of_a_control_has_a_discordant_item(tmp_path):
     paired = json.loads(out.read_text(encoding="utf-8"))["inference"]["paired"]
     assert paired and all(r["diff"] == 0.0 and r["discordant_wins"] == r["discordant_losses"] == 0 for r in paired)
     assert "no paired test has a discordant item" in readme()
+
+
+def test_a_skipped_c4_says_how_many_points_have_both(shipped):
+    """The gold critic's study has one point (mcr-gen) with a suggestibility probe and a gain; C4 needs three."""
+    assert shipped["skipped"]["C4"].endswith("; 1 has both")
+    assert all(shipped["skipped"][name].endswith("; 0 have both") for name in shipped["skipped"]
+               if name.startswith("C4 ["))

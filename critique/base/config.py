@@ -28,6 +28,10 @@ CRITICS = ("gold", "noisy:R", "self")
 # Which retrieved entries go into an episodic prompt (critique.engine.memory.selection): the K nearest,
 # or contrast pairs (the nearest entry the agent got right at its initial answer with the nearest it got wrong).
 RETRIEVALS = ("nearest", "contrast")
+# Where each line of semantic advice says it comes from (critique.engine.memory.semantic): "chunk", every
+# critique of the summary call that wrote it (the paper's prompt asks for none), or "cited", the critiques
+# the summary names for that line (the prompt asks; a line that names none valid falls back to its chunk).
+ADVICE_SOURCES = ("chunk", "cited")
 
 
 @dataclass
@@ -61,6 +65,7 @@ class RunConfig:
     gate: float | None = None  # only entries with cosine similarity >= gate enter a prompt (None: no gate)
     inject_budget: int | None = None  # at most this many tokens of episodic examples per prompt (None: no limit)
     retrieval: str = "nearest"  # RETRIEVALS: the K nearest entries, or contrast pairs
+    advice_sources: str = "chunk"  # ADVICE_SOURCES: each advice line's sources, its chunk or the critiques it cites
     cache_size_gb: float = 8.0  # the response cache's size limit (older entries are evicted past it)
 
     def __post_init__(self):
@@ -85,6 +90,7 @@ IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature",
             "on_mismatch",  # on_mismatch: which critiques enter memory
             "prompts",  # prompts: the prompt set (every request hash depends on it too)
             "gate", "inject_budget", "retrieval",  # which retrieved entries enter a prompt
+            "advice_sources",  # the summary prompts and replies
             "critic", "label_budget")  # critic, label_budget: what the critic sees of the train labels
 # The value a run had for a setting its manifest predates, where that is not RunConfig's default:
 # every run before --prompts existed used the templates now in prompts/compact/.
@@ -98,14 +104,14 @@ BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.00
 UPPER = {"gate": 1.0, "temperature": 2.0, "train_fraction": 1.0}
 # The settings that take one of a few names.
 CHOICES = {"parts": PARTS, "prompts": PROMPT_SETS, "on_mismatch": ON_MISMATCH, "retrieval": RETRIEVALS,
-           "reasoning_effort": EFFORTS}
+           "reasoning_effort": EFFORTS, "advice_sources": ADVICE_SOURCES}
 # The type of each setting's value (None is allowed where the default is None).
 KINDS = {"dataset": str, "model": str, "strategies": list, "k": int, "parts": str, "limit": int, "seed": int,
          "max_tokens": int, "temperature": float, "reasoning_effort": str, "api_base": str, "concurrency": int,
          "encoder": str, "use_cache": bool, "data_dir": str, "cache_dir": str, "timeout": float, "num_retries": int,
          "train_fraction": float, "endpoint_id": str, "call_processes": int, "context_tokens": int,
          "on_mismatch": str, "prompts": str, "critic": str, "label_budget": float, "gate": float,
-         "inject_budget": int, "retrieval": str, "cache_size_gb": float}
+         "inject_budget": int, "retrieval": str, "advice_sources": str, "cache_size_gb": float}
 
 
 class SettingError(UserError, ValueError):

@@ -88,6 +88,10 @@ CONFIG = (
     Field("retrieval", "string", "--retrieval: nearest (the K nearest entries) or contrast (pairs of a right and "
           "a wrong initial answer to similar questions); absent in older logs: nearest", analysis=True,
           required=False),
+    Field("advice_sources", "string", "--advice-sources: where each line of semantic advice says it comes from: "
+          "chunk (every critique of the summary call that wrote it) or cited (the critiques the summary named for "
+          "it, checked; a line that names none falls back to its chunk); absent in older logs: chunk",
+          analysis=True, required=False),
     Field("critic", "string", "--critic: what the critic saw of each train label: gold, noisy:R (a seeded fraction R "
           "flipped; noisy:0 is written gold) or self (none); absent in older logs: gold", analysis=True,
           required=False),

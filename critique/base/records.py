@@ -157,14 +157,17 @@ SEMANTIC = (
     Field("request_hash", "string", "request_hash of the call that wrote the final advice (the root of the tree), "
           "or of the call that failed"),
     # since chunked summaries (absent in older logs)
-    Field("lines", "array", "the final advice, one {text, source_ids} object per line: source_ids are the "
-          "critiques the line descends from (all critiques of every chunk whose advice went into the calls that "
-          "wrote it)", required=False),
+    Field("lines", "array", "the final advice, one {text, source_ids, cited} object per line: source_ids are the "
+          "critiques the line descends from; cited (absent in older logs: false) is true when they are the ones the "
+          "summary named for it (--advice-sources cited), false when they are all critiques of every chunk whose "
+          "advice went into the calls that wrote it", required=False),
     Field("context_tokens", "integer|null", "the context window the chunks were fitted to; null when it is not "
           "known (one call over all critiques)", required=False),
     Field("tree", "array", "the calls, level by level: tree[L][C] is chunk C of level L, {source_ids, inputs "
           "(level 1 and up: the chunks of level L-1 merged), shortened (ids whose texts were cut to fit), lines, "
-          "request_hash (null: a single list passed up without a call), timeout, error}", required=False),
+          "request_hash (null: a single list passed up without a call), timeout, error; with cited sources also "
+          "line_sources, line_cited and unknown_sources (numbers the reply gave that its prompt has not)}",
+          required=False),
 )
 
 KINDS = {"call": CALL, "prediction": PREDICTION, "memory_entry": MEMORY_ENTRY, "semantic": SEMANTIC,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from critique.base.config import EFFORTS, ON_MISMATCH, PROMPT_SETS, RETRIEVALS, RunConfig, SettingError
+from critique.base.config import ADVICE_SOURCES, EFFORTS, ON_MISMATCH, PROMPT_SETS, RETRIEVALS, RunConfig, SettingError
 from critique.base.errors import UserError
 from critique.base.vocab import PARTS, STRATEGIES
 
@@ -35,6 +35,11 @@ RUN_OPTIONS = (
     ("--retrieval", "retrieval", {"metavar": choices(RETRIEVALS), "help": "nearest: the K nearest entries (default); "
                                   "contrast: pairs of similar examples, one whose initial answer was right and one "
                                   "wrong, each with its critique"}),
+    ("--advice-sources", "advice_sources", {"metavar": choices(ADVICE_SOURCES),
+                                            "help": "chunk: each line of semantic advice is traced to every critique "
+                                                    "of the summary call that wrote it (default, the paper's prompt); "
+                                                    "cited: the summary is asked which critiques each line rests on, "
+                                                    "and the numbers it gives are checked"}),
     ("--limit", "limit", {"type": int, "help": "first N train and N test items (per user for preference data)"}),
     ("--concurrency", "concurrency", {"type": int, "help": "calls in flight (default %(default)s)"}),
     ("--seed", "seed", {"type": int}),

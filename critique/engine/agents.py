@@ -52,11 +52,18 @@ def critic_prompt(task: str, item: Item, initial_answer: str | None, gold: str) 
     return prompt("critic.j2", task=task, question=item.question, answer=initial_answer or NO_ANSWER, gold=gold)
 
 
-def summary_prompt(task: str, entries: list[dict], max_points: int = parsing.MAX_ADVICE_LINES) -> Prompt:
-    """Distil critiques (episodic entries) into advice."""
-    return prompt("summary.j2", task=task, entries=entries, max_points=max_points)
+def summary_prompt(task: str, entries: list[dict], max_points: int = parsing.MAX_ADVICE_LINES,
+                   cite: bool = False) -> Prompt:
+    """Distil critiques (episodic entries) into advice; ``cite``: each piece names the questions (numbered
+    from 1 in the prompt) it rests on."""
+    return prompt("summary.j2", task=task, entries=entries, max_points=max_points, cite=cite)
 
 
-def merge_prompt(task: str, lists: list[list[str]], max_points: int = parsing.MAX_ADVICE_LINES) -> Prompt:
-    """Merge advice lists (each a list of lines) into one."""
-    return prompt("summary_merge.j2", task=task, lists=lists, max_points=max_points)
+def merge_prompt(task: str, lists: list[list[str]], max_points: int = parsing.MAX_ADVICE_LINES,
+                 cite: bool = False) -> Prompt:
+    """Merge advice lists (each a list of lines) into one; ``cite``: every line shown carries its number,
+    counted from 1 across the lists (``[3] Check ...``), and each merged piece names the lines it rests on."""
+    if cite:
+        numbers = iter(range(1, sum(map(len, lists)) + 1))
+        lists = [[f"[{next(numbers)}] {line}" for line in lines] for lines in lists]
+    return prompt("summary_merge.j2", task=task, lists=lists, max_points=max_points, cite=cite)

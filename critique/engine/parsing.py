@@ -108,6 +108,21 @@ SUMMARY_SCHEMA = {
 }
 
 
+# --advice-sources cited: each piece of advice an object with its line and the numbers (of the questions, or of
+# the lines merged) it rests on; how many numbers a piece may name is checked by parse_cited_advice.
+CITED_SUMMARY_SCHEMA = {
+    "type": "object",
+    "properties": {"advice": {"type": "array", "maxItems": MAX_ADVICE_LINES, "items": {
+        "type": "object",
+        "properties": {"text": {"type": "string", "maxLength": FIELD_CHARS["advice_line"]},
+                       "sources": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["text", "sources"],
+        "additionalProperties": False}}},
+    "required": ["advice"],
+    "additionalProperties": False,
+}
+
+
 def cite_schema(answer_schema: dict, examples: int) -> dict:
     """``answer_schema`` that also asks which of the prompt's ``examples`` (numbered from 1) the answer used:
     ``used_examples``, a list of their numbers (critique credit --cite)."""
@@ -190,6 +205,25 @@ def parse_advice(text: str | None) -> list[str]:
             return _advice_lines([advice])
         return _advice_lines(a for a in advice if isinstance(a, str)) if isinstance(advice, list) else []
     return _advice_lines([text]) if isinstance(text, str) else []
+
+
+def parse_cited_advice(text: str | None) -> list[tuple[str, list[int]]]:
+    """The pieces of advice of a --advice-sources cited reply, each (line, the numbers it names in order and
+    without repeats, whatever their range: the caller checks them against its prompt). A piece given as plain
+    text, or without a list of whole numbers, names none ([]); a reply that is not JSON is read as
+    parse_advice reads it, every line naming none."""
+    obj = _json_object(text or "")
+    advice = obj.get("advice") if obj is not None else None
+    if not isinstance(advice, list):
+        return [(line, []) for line in parse_advice(text)]
+    pieces = []
+    for piece in advice:
+        line, numbers = (piece.get("text"), piece.get("sources")) if isinstance(piece, dict) else (piece, None)
+        if not isinstance(numbers, list):
+            numbers = []
+        numbers = [n for n in numbers if isinstance(n, int) and not isinstance(n, bool)]
+        pieces += [(one, list(dict.fromkeys(numbers))) for one in _advice_lines([line] if line else [])]
+    return pieces
 
 
 def advice_text(lines: list[str]) -> str | None:

@@ -250,15 +250,17 @@ class Run(RunDirectory):
             pools.setdefault(pool_of(entry["user"]), []).append(entry)
         window = self.llm.context_window
         budget = context.summary_budget(window, self.config.max_tokens) if window else None
+        cite = self.config.advice_sources == "cited"
+        schema = parsing.CITED_SUMMARY_SCHEMA if cite else parsing.SUMMARY_SCHEMA
 
         async def one(pool: str) -> None:
             user = None if pool == "all" else pool
 
             async def call(prompt: agents.Prompt, level: int, chunk: int) -> LLMResult:
-                return await self.call("summary", None, None, user, prompt, parsing.SUMMARY_SCHEMA, "summary",
+                return await self.call("summary", None, None, user, prompt, schema, "summary",
                                        extra={"summary_level": level, "summary_chunk": chunk})
 
-            done = await semantic.Distiller(self.task, call, self.llm.count_tokens, budget).distil(pools[pool])
+            done = await semantic.Distiller(self.task, call, self.llm.count_tokens, budget, cite).distil(pools[pool])
             self.semantic[pool] = records.make(
                 "semantic", advice=parsing.advice_text([line["text"] for line in done.lines]), lines=done.lines,
                 source_ids=[e["id"] for e in pools[pool]], model=self.config.model,

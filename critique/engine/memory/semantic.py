@@ -11,10 +11,15 @@ partial advice lists are merged the same way, level by level, until one list rem
 - When all critiques fit one prompt (or the window is unknown), level 0 is one call and there is
   no merge: the single summary call of the method.
 
-Provenance: every line a call writes is attributed to all critiques under that call: the
-critiques of its chunk at level 0, the union of the merged lists' critiques above (the model is
-not asked to cite, so the ids never depend on a model citing right). Every critique therefore
-reaches the final advice, and the tree says through which chunk and merges it went.
+Provenance (--advice-sources): with ``chunk`` (the default, the paper's prompt), every line a call
+writes is attributed to all critiques under that call: the critiques of its chunk at level 0, the
+union of the merged lists' critiques above (the model is not asked to cite, so the ids never depend
+on a model citing right). Every critique therefore reaches the final advice, and the tree says
+through which chunk and merges it went. With ``cited`` the summary is asked which questions each
+piece rests on (a merge: which of the numbered lines it merges), the numbers are checked against the
+prompt, and a line's sources are the critiques its valid numbers reach; a line that names no valid
+number falls back to the whole chunk (``cited`` false on the line, so no output presents a chunk as
+a citation), and the numbers outside the prompt are kept on the node (``unknown_sources``).
 
 A critique too long for a prompt of its own (a long question) has its texts cut to the longest
 length that fits, each cut marked in the prompt by CUT_MARK, and its id is listed in the chunk's
@@ -61,6 +66,9 @@ class Node:
     inputs: list[int] | None = None  # level >= 1: the chunks of the level below merged (or passed up) here
     shortened: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    line_sources: list[list[str]] = field(default_factory=list)  # each line's source critique ids
+    line_cited: list[bool] = field(default_factory=list)  # each line's sources as cited (False: the whole chunk)
+    unknown_sources: list[int] = field(default_factory=list)  # numbers a cited reply gave that its prompt lacks
     request_hash: str | None = None  # None: a list passed up without a call
     timeout: bool = False
     error: str | None = None
@@ -68,13 +76,16 @@ class Node:
     def record(self) -> dict:
         record = {"source_ids": self.source_ids, "shortened": self.shortened, "lines": self.lines,
                   "request_hash": self.request_hash, "timeout": self.timeout, "error": self.error}
+        if any(self.line_cited) or self.unknown_sources:
+            record.update(line_sources=self.line_sources, line_cited=self.line_cited,
+                          unknown_sources=self.unknown_sources)
         return record if self.inputs is None else {**record, "inputs": self.inputs}
 
 
 @dataclass
 class Outcome:
     tree: list[list[Node]]
-    lines: list[dict]  # the final advice: {text, source_ids}
+    lines: list[dict]  # the final advice: {text, source_ids, cited}
     error: str | None
     request_hash: str
 
@@ -86,19 +97,20 @@ class Outcome:
 class Distiller:
     """One pool's semantic memory. ``call(prompt, level, chunk)`` makes (or finds in the run's log)
     one summary call and returns its LLMResult; ``count(messages)`` counts a prompt's tokens;
-    ``budget``: the tokens a summary prompt may hold (None: unknown, one call over all critiques)."""
+    ``budget``: the tokens a summary prompt may hold (None: unknown, one call over all critiques);
+    ``cite``: ask each piece of advice for its sources (--advice-sources cited)."""
 
-    def __init__(self, task: str, call, count, budget: int | None):
-        self.task, self.call, self.count, self.budget = task, call, count, budget
+    def __init__(self, task: str, call, count, budget: int | None, cite: bool = False):
+        self.task, self.call, self.count, self.budget, self.cite = task, call, count, budget, cite
 
     def _fits(self, messages: list[dict]) -> bool:
         return self.budget is None or context.surely_fits(messages, self.budget) or self.count(messages) <= self.budget
 
     def _chunk_prompt(self, entries: list[dict]) -> list[dict]:
-        return agents.summary_prompt(self.task, entries).messages
+        return agents.summary_prompt(self.task, entries, cite=self.cite).messages
 
     def _merge_prompt(self, nodes: list[Node]) -> list[dict]:
-        return agents.merge_prompt(self.task, [n.lines for n in nodes]).messages
+        return agents.merge_prompt(self.task, [n.lines for n in nodes], cite=self.cite).messages
 
     # ---- packing ----------------------------------------------------------------------------
     def pack(self, items: list, render) -> list[list]:
@@ -145,7 +157,9 @@ class Distiller:
         return _cut(entry, low), True
 
     # ---- calls -------------------------------------------------------------------------------
-    async def _ask(self, node: Node, prompt: agents.Prompt) -> None:
+    async def _ask(self, node: Node, prompt: agents.Prompt, refs: list[list[str]]) -> None:
+        """One summary or merge call for ``node``; ``refs``: the source ids each number of the prompt stands for
+        (a question's critique at level 0, a merged line's sources above)."""
         result = await self.call(prompt, node.level, node.chunk)
         node.request_hash, node.timeout = result.request_hash, result.timeout
         if result.error is not None:
@@ -153,9 +167,21 @@ class Distiller:
         elif result.context_overflow:  # only when the window is not known here, or litellm's is wrong
             node.error = "the prompt did not fit the model's context (--context-tokens N makes chunks that fit)"
         else:
-            node.lines = parsing.parse_advice(result.text)
+            self._read_lines(node, result.text, refs)
             if not node.lines:
                 node.error = "no advice in the reply" + (" (cut at the token limit)" if result.timeout else "")
+
+    def _read_lines(self, node: Node, text: str | None, refs: list[list[str]]) -> None:
+        if not self.cite:
+            node.lines = parsing.parse_advice(text)
+            node.line_sources, node.line_cited = [node.source_ids] * len(node.lines), [False] * len(node.lines)
+            return
+        for line, numbers in parsing.parse_cited_advice(text):
+            known = [n for n in numbers if 1 <= n <= len(refs)]
+            node.unknown_sources += [n for n in numbers if n not in known]
+            node.lines.append(line)
+            node.line_cited.append(bool(known))
+            node.line_sources.append(list(dict.fromkeys(i for n in known for i in refs[n - 1])) or node.source_ids)
 
     async def distil(self, entries: list[dict]) -> Outcome:
         tree: list[list[Node]] = []
@@ -170,7 +196,8 @@ class Distiller:
             level = [Node(0, i, [e["id"] for e in chunk], shortened=[e["id"] for e in chunk if e["id"] in shortened])
                      for i, chunk in enumerate(chunks)]
             tree.append(level)
-            await asyncio.gather(*(self._ask(node, agents.summary_prompt(self.task, chunk))
+            await asyncio.gather(*(self._ask(node, agents.summary_prompt(self.task, chunk, cite=self.cite),
+                                             [[entry["id"]] for entry in chunk])
                                    for node, chunk in zip(level, chunks)))
             while not _failed(level) and len(level) > 1:
                 level = await self._merge_level(level)
@@ -182,8 +209,9 @@ class Distiller:
             return Outcome(tree, [], f"summary level {failed.level} chunk {failed.chunk}: {failed.error}",
                            failed.request_hash or "")
         root = level[0]
-        return Outcome(tree, [{"text": line, "source_ids": root.source_ids} for line in root.lines], None,
-                       root.request_hash or "")
+        lines = [{"text": line, "source_ids": sources, "cited": cited}
+                 for line, sources, cited in zip(root.lines, root.line_sources, root.line_cited)]
+        return Outcome(tree, lines, None, root.request_hash or "")
 
     async def _merge_level(self, below: list[Node]) -> list[Node]:
         number = below[0].level + 1
@@ -199,9 +227,11 @@ class Distiller:
         for i, chunk in enumerate(chunks):
             node = Node(number, i, [s for n in chunk for s in n.source_ids], inputs=[n.chunk for n in chunk])
             if len(chunk) == 1:  # nothing to merge: passed up as it is
-                node.lines = list(chunk[0].lines)
+                node.lines, node.line_sources = list(chunk[0].lines), list(chunk[0].line_sources)
+                node.line_cited = list(chunk[0].line_cited)
             else:
-                asks.append(self._ask(node, agents.merge_prompt(self.task, [n.lines for n in chunk])))
+                asks.append(self._ask(node, agents.merge_prompt(self.task, [n.lines for n in chunk], cite=self.cite),
+                                      [sources for n in chunk for sources in n.line_sources]))
             level.append(node)
         await asyncio.gather(*asks)
         return level

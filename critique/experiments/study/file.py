@@ -25,6 +25,7 @@ SETTINGS = {  # top-level field -> (type, what it is)
     "gate": (float, "least similarity of a retrieved entry that enters a prompt"),
     "inject_budget": (int, "most tokens of episodic examples per prompt"),
     "retrieval": (str, "nearest or contrast"),
+    "advice_sources": (str, "chunk or cited"),
     "on_mismatch": (str, "what enters memory when a critique's assertion does not name the label the critic was "
                          "shown (the gold one, or a flipped one with critic noisy:R)"),
     "critic": (str, "what the critic sees of each train label: gold, noisy:R or self"),

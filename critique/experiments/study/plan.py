@@ -33,6 +33,7 @@ def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
                      on_mismatch=s.get("on_mismatch", RunConfig.on_mismatch), gate=s.get("gate", RunConfig.gate),
                      inject_budget=s.get("inject_budget", RunConfig.inject_budget),
                      retrieval=s.get("retrieval", RunConfig.retrieval),
+                     advice_sources=s.get("advice_sources", RunConfig.advice_sources),
                      critic=s.get("critic", RunConfig.critic), label_budget=s.get("label_budget"))
 
 

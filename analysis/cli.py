@@ -153,6 +153,10 @@ def analyse(args) -> Analysis:
         result.tables.append(deinflate.table(logs.runs, problems))
     if any(m.get("probe") == "overturn" for m in logs.runs):  # critique probe overturn
         result.tables.append(overturn.table(logs.runs, problems))
+    if any(m.get("probe") == "stream" for m in logs.runs):  # critique stream: the online tables
+        from critique.analysis import online
+
+        result.tables.extend(online.tables([m["path"] for m in logs.runs if m.get("probe") == "stream"], problems))
     from critique.analysis.read import describe
 
     inputs["experiments"] = describe(logs.runs)

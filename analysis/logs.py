@@ -10,7 +10,7 @@ table read a run directory's files through these functions, and nowhere else.
 - `memory(run)`: the episodic entries (None when the run has none); `memory_document(run, name)`: a JSON file
   of the memory folder (semantic.json, demoted.json).
 
-A log is named by its place in the run directory (PREDICTIONS, CALLS, EPISODIC, DROPPED); a missing log reads
+A log is named by its place in the run directory (PREDICTIONS, CALLS, EPISODIC, DROPPED, NOTES); a missing log reads
 as no records, and a cut or unreadable line is skipped and reported in `problems`. The fields asked for are
 fields of critique.base.records (tests/test_analysis_logs.py checks the analysis' field lists against it).
 """
@@ -29,6 +29,7 @@ from critique.base.records import flat
 PREDICTIONS, CALLS = rundir.PREDICTIONS, rundir.CALLS
 EPISODIC = f"{rundir.MEMORY}/episodic.jsonl"  # the critiques kept (critique.base.records.MEMORY_ENTRY)
 DROPPED = f"{rundir.MEMORY}/dropped.jsonl"  # those --on-mismatch drop left out
+NOTES = f"{rundir.MEMORY}/{rundir.NOTES}"  # a stream's notes, every version (critique.engine.memory.notes)
 SEMANTIC, DEMOTED = "semantic.json", "demoted.json"  # documents of the memory folder
 
 

@@ -11,6 +11,10 @@ templates as the test stage. Each call is logged in ``calls.jsonl`` and each ans
 ``predictions.jsonl`` with stage ``predict`` (``gold`` and ``correct`` null); a question
 already answered the same way is not asked again.
 
+``Learner.learn(question, feedback)`` is one online step: the question answered with EP_CRIT over the
+fitted memory and the notes learned so far, then written back as a note with its feedback (a label,
+"self" or None), as ``critique stream`` does (critique.experiments.stream; memory/notes.jsonl).
+
 ``Learner.load(run_dir)`` predicts with the memory of any run directory, e.g. one made by
 ``critique run``: model, config and data come from its manifest.
 """
@@ -206,17 +210,7 @@ class Learner:
         items = [_question(q, user) for q in ([questions] if isinstance(questions, str) else questions)]
         if not items:
             return []
-        if self._manifest() is None or self.memory is None:
-            raise RuntimeError(f"nothing is fitted in {self.out}: call fit() first, or Learner.load(run_dir)")
-        fitted = self._manifest()["dataset"]
-        if fitted.get("kind") == "preference":  # one memory per user: a question needs its user's
-            users = list(fitted.get("users") or [])
-            for item in items:
-                if item.user not in users:
-                    shown = ", ".join(users[:5]) + (", ..." if len(users) > 5 else "")
-                    raise ValueError(f"{self.out} holds preference data, one memory per user: give user= "
-                                     f"(one of {shown}) for question {item.question[:60]!r}"
-                                     + ("" if item.user is None else f"; {item.user!r} is not among them"))
+        self._check_fitted(items)
         unique = list({(i.user, i.id): i for i in items}.values())
         done: dict[tuple, dict] = {}
         opened = []
@@ -242,6 +236,52 @@ class Learner:
             self.calls_made = opened[0].llm.calls_made if opened else 0
         return [_prediction(done[(i.user, i.id)], i) for i in items]
 
+    def _check_fitted(self, items: list[Item]) -> None:
+        """Something is fitted here, and each item names a user of it when the data is preference data."""
+        if self._manifest() is None or self.memory is None:
+            raise RuntimeError(f"nothing is fitted in {self.out}: call fit() first, or Learner.load(run_dir)")
+        fitted = self._manifest()["dataset"]
+        if fitted.get("kind") == "preference":  # one memory per user: a question needs its user's
+            users = list(fitted.get("users") or [])
+            for item in items:
+                if item.user not in users:
+                    shown = ", ".join(users[:5]) + (", ..." if len(users) > 5 else "")
+                    raise ValueError(f"{self.out} holds preference data, one memory per user: give user= "
+                                     f"(one of {shown}) for question {item.question[:60]!r}"
+                                     + ("" if item.user is None else f"; {item.user!r} is not among them"))
+
+    # ---- learn ----------------------------------------------------------------------
+    def learn(self, question, feedback: str | None, user: str | None = None) -> Prediction:
+        """One online step (critique.experiments.stream.learn): answer ``question`` with EP_CRIT over the fitted
+        memory and the notes learned so far, then write the episode back as a note. ``feedback``: the question's
+        label (the critic is shown it), "self" (no label: the critic judges the answer itself) or None (nothing
+        is written). Every note keeps its history in memory/notes.jsonl (``critique memory history``); the answer
+        is logged with stage ``stream``, and asking the same question the same way again makes no call."""
+        item = _question(question, user)
+        if feedback is not None and feedback != "self":
+            if feedback not in (self.answer_space or []):
+                raise ValueError(f"feedback must be a label of the answer space ({', '.join(self.answer_space or [])}), "
+                                 f"\"self\" or None, not {feedback!r}")
+            item = replace(item, answer=feedback)
+        self._check_fitted([item])
+        done, opened = [], []
+
+        def setup(run) -> None:
+            opened.append(run)
+            run.use_memory(self.memory, self.semantic)
+
+        async def go(run) -> None:
+            from critique.experiments import stream
+
+            judge = None if item.answer else _unlabeled(run.space)
+            done.append(await stream.learn(run, self.memory, item, feedback, judge))
+
+        try:  # a step adds to a fitted run: its status stays what it was
+            self._execute(go, setup, complete=self._manifest().get("status") == "complete")
+        finally:
+            self.calls_made = opened[0].llm.calls_made if opened else 0
+        return _prediction(done[0], item)
+
     # ---- run directory --------------------------------------------------------------
     def _manifest(self) -> dict | None:
         path = self.out / rundir.MANIFEST
@@ -266,17 +306,22 @@ async def _predict_one(run, name: str, item: Item, vector) -> dict:
         return run.unanswered(STAGE, name, item, "no semantic memory for this pool (the summary call failed, or an "
                                                  "unknown user)")
     prompt, examples = found
+    from critique.engine.memory import selection
 
-    def unlabeled(result, item) -> dict:  # no gold label: an unparseable reply is no answer, not a random one
-        answer = parsing.extract_answer(result.text, run.space) if result.error is None else None
+    return await run.answer(STAGE, name, item, prompt, seed=(), retrieved=[e["id"] for e in examples],
+                            judge=_unlabeled(run.space), keep_same=True, extra=selection.logged(examples))
+
+
+def _unlabeled(space: list[str]):
+    """The judge of a question without a label: an unparseable reply is no answer, not a random one."""
+
+    def judge(result, item) -> dict:
+        answer = parsing.extract_answer(result.text, space) if result.error is None else None
         return {"answer": None if result.timeout else answer, "gold": None, "correct": None,
                 "parse_failed": result.error is None and answer is None, "timeout": result.timeout,
                 "error": result.error}
 
-    from critique.engine.memory import selection
-
-    return await run.answer(STAGE, name, item, prompt, seed=(), retrieved=[e["id"] for e in examples],
-                            judge=unlabeled, keep_same=True, extra=selection.logged(examples))
+    return judge
 
 
 def _prediction(record: dict, item: Item) -> Prediction:

@@ -156,3 +156,27 @@ def test_a_manifest_gives_the_run_config_it_records():
     config = manifest_run_config(old)  # written before --prompts: the set of that time; unknown keys left out
     assert (config.k, config.strategies, config.prompts, config.seed) == (3, ["EP_CRIT"], "compact", RunConfig.seed)
     assert manifest_run_config({"config": {**old["config"], "prompts": "paper"}}).prompts == "paper"
+
+
+def test_learn_is_one_online_step_that_writes_the_episode_back(home, fake_llm):
+    out = home / "run"
+    lr = learner(out).fit(TRAIN)
+    first = lr.learn(NEW[0], "no")
+    second = lr.learn(NEW[1], "self")
+    third = lr.learn(NEW[2], None)
+    versions = rundir.read_jsonl(out / "memory" / "notes.jsonl")
+    assert sum(v["feedback"] == "train" for v in versions) == len(TRAIN)
+    written = [v for v in versions if v["note"].startswith("stream:")]
+    assert [(v["feedback"], v["step"]) for v in written] == [("gold", 0), ("self", 1)]
+    assert written[0]["entry"]["label"] == "no" and written[1]["entry"]["label"] is None
+    assert written[1]["entry"]["verdict"] in ("right", "wrong")
+    answers = [r for r in rundir.read_jsonl(out / "predictions.jsonl") if r["stage"] == "stream"]
+    assert [r["step"] for r in answers] == [0, 1, 2] and answers[0]["correct"] == (first.answer == "no")
+    assert answers[1]["correct"] is None and answers[2]["correct"] is None
+    assert len(answers[2]["retrieved"]) == 3 and {second.answer, third.answer} <= set(SPACE) | {None}
+    # the third step could retrieve the notes the first two wrote (its memory holds them)
+    assert answers[2]["memory_notes"] == len(TRAIN) + 2
+    fake_llm.CALLS.clear()
+    assert lr.learn(NEW[0], "no").answer == first.answer and fake_llm.CALLS == []
+    with pytest.raises(ValueError, match="feedback must be a label"):
+        lr.learn(NEW[0], "maybe")

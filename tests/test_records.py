@@ -132,7 +132,7 @@ def test_the_config_definition_is_run_config():
 
 
 def _experiments() -> list[str]:
-    from critique.experiments import credit, credit_prune, overturn, probes, verify  # noqa: F401  (they declare)
+    from critique.experiments import credit, credit_prune, overturn, probes, stream, verify  # noqa: F401  (they declare)
 
     return [f"experiment {name}" for name in sorted(records.EXPERIMENTS)]
 

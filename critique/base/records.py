@@ -22,10 +22,10 @@ def _shared(what: str) -> tuple[Field, ...]:
         Field("run_id", "string", "id of the run that wrote the record (kept when a run is resumed)"),
         Field("stage", "string", f"the stage of the {what}: train_predict, critique, recritique (--on-mismatch "
               "recritique), summary, test, probe_predict, probe_critique, probe, predict (learner), credit, "
-              "credit_null, credit_prune", analysis=True),
+              "credit_null, credit_prune, stream (a stream's answers), stream_critique (its feedback)", analysis=True),
         Field("strategy", "string|null", "test: the strategy (zero_shot, EP_LABEL, EP_CRIT, SEM_CRIT, EP+SEM_CRIT); "
               "probe: truth, lying or repeat-N; credit: full or without:ENTRY_ID; credit_null: null; credit_prune: "
-              "STRATEGY|RULE; null in the train stage", analysis=what == "prediction"),
+              "STRATEGY|RULE; stream: EP_CRIT; null in the train stage", analysis=what == "prediction"),
         Field("item_id", "string|null", "the item's id in its dataset; null for a summary call", analysis=True),
         Field("user", "string|null", "the item's user (preference data); null otherwise", analysis=True),
     )
@@ -97,7 +97,7 @@ PREDICTION = (
           "(answer null, correct false, not a parse failure, not an error); absent in logs written before it "
           "existed: false", analysis=True, required=False),
     Field("experiment", "object", "an experiment's own fields, under the experiment's name: {NAME: {field: value}}, "
-          "NAME the run's probe (suggestibility, consistency, verify, overturn, credit, credit_prune); each "
+          "NAME the run's probe (suggestibility, consistency, verify, overturn, credit, credit_prune, stream); each "
           "experiment declares its fields (EXPERIMENTS; the tables below this one); absent for the study's own "
           "stages. Older logs have these fields at the top level: readers lift them there (flat)", required=False),
 )
@@ -170,7 +170,28 @@ SEMANTIC = (
           required=False),
 )
 
-KINDS = {"call": CALL, "prediction": PREDICTION, "memory_entry": MEMORY_ENTRY, "semantic": SEMANTIC,
+# One version of a stream's note (memory/notes.jsonl; critique.engine.memory.notes).
+NOTE = (
+    Field("note", "string", "the note's id: its first entry's id (a train entry's, or stream:ENTRY_ID for one a stream "
+          "wrote)"),
+    Field("version", "integer", "1 for the note as first written, then one more per change"),
+    Field("replaces", "string|null", "NOTE@VERSION of the version this one replaces; null for version 1"),
+    Field("status", "string", "active (as written, or its confidence changed), revised (its entry replaced by new "
+          "evidence, retrieved like an active note) or disabled (never retrieved again)"),
+    Field("sources", "array", "the item ids it rests on: its own item's, then each item whose evidence changed it"),
+    Field("scope", "object", "{dataset, user}: where it applies (the pool it is retrieved in)"),
+    Field("confidence", "number", "1 when written; each agreeing piece of evidence adds 1 (--conflicts revise)"),
+    Field("step", "integer|null", "the stream step that wrote this version; null for the train memory"),
+    Field("feedback", "string", "the feedback mode that wrote it (gold, noisy:R, self, delayed:D), or train"),
+    Field("verdict", "integer|null", "r: 1 when its critique calls the answer right, 0 when wrong, null when it says "
+          "neither", analysis=True),
+    Field("truth", "integer|null", "U: 1 when the answer was right (the gold label; recorded for the analysis, "
+          "never shown in a prompt)", analysis=True),
+    Field("why", "string", "what wrote this version"),
+    Field("entry", "object", "the episodic entry it holds (memory_entry's fields)"),
+)
+
+KINDS = {"call": CALL, "prediction": PREDICTION, "memory_entry": MEMORY_ENTRY, "semantic": SEMANTIC, "note": NOTE,
          "manifest": MANIFEST, "config": CONFIG, "dataset": DATASET}
 _NESTED = {("manifest", "config"): "config", ("manifest", "dataset"): "dataset"}
 

@@ -36,6 +36,7 @@ MANIFEST = "manifest.json"
 CALLS = "calls.jsonl"
 PREDICTIONS = "predictions.jsonl"
 MEMORY = "memory"
+NOTES = "notes.jsonl"  # memory/: a stream's notes, every version (critique.engine.memory.notes)
 LOCK = ".lock"
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)

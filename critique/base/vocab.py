@@ -50,6 +50,9 @@ CREDIT_PRUNE = "credit_prune"  # held-out questions answered with a memory prune
 # The credit test's strategies: the whole prompt, the prompt without one entry (without:ENTRY_ID), the null control.
 CREDIT_FULL, CREDIT_WITHOUT, CREDIT_REPEAT = "full", "without:", "null"
 
+STREAM = "stream"  # a stream's answers, one per step (critique.experiments.stream); also its probe's name
+STREAM_CRITIQUE = "stream_critique"  # the critique calls of its feedback
+
 SUGGESTIBILITY = "suggestibility"
 TRUTH = "truth"
 LYING = "lying"

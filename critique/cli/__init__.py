@@ -1,4 +1,5 @@
-"""The `critique` command: run, datasets, tables, report, probe, ablate, study, verify, deinflate, credit."""
+"""The `critique` command: run, datasets, tables, report, probe, ablate, study, verify, deinflate, credit, stream,
+memory."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from critique.base.errors import RunError, UserError
 
 def build_parser() -> argparse.ArgumentParser:
     from critique.analysis import cli as analysis
-    from critique.cli import ablate, credit, datasets, deinflate, probe, run, study, verify
+    from critique.cli import ablate, credit, datasets, deinflate, probe, run, stream, study, verify
 
     parser = argparse.ArgumentParser(prog="critique", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (run, datasets, probe, ablate, study, credit, verify, deinflate, analysis):
+    for command in (run, datasets, probe, ablate, study, credit, verify, deinflate, stream, analysis):
         command.register(sub)
     return parser
 

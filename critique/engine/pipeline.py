@@ -102,7 +102,8 @@ class Run(RunDirectory):
         return result
 
     def record_prediction(self, stage: str, strategy: str | None, item: Item, result: LLMResult | None,
-                          outcome: dict, retrieved: list[str], extra: dict | None = None) -> dict:
+                          outcome: dict, retrieved: list[str], extra: dict | None = None,
+                          experiment: str | None = None) -> dict:
         record = records.make(
             "prediction", **{"run_id": self.run_id, "stage": stage, "strategy": strategy, "item_id": item.id,
                              "user": item.user, "context_overflow": False, **outcome, "retrieved": retrieved,
@@ -112,7 +113,7 @@ class Run(RunDirectory):
                              "completion_tokens": result.completion_tokens if result else 0,
                              "reasoning_tokens": result.reasoning_tokens if result else 0,
                              "probe": self.probe, "ablation": self.ablation,
-                             **records.split((self.probe or {}).get("name"), extra or {})})
+                             **records.split(experiment or (self.probe or {}).get("name"), extra or {})})
         rundir.append_jsonl(self.out / rundir.PREDICTIONS, record)
         record = records.flat(record)  # as a reader sees it: the experiment's fields by their names
         key = pkey(stage, strategy, item.user, item.id)
@@ -134,7 +135,7 @@ class Run(RunDirectory):
     async def answer(self, stage: str, strategy: str | None, item: Item, prompt: agents.Prompt, *, seed: tuple,
                      retrieved: list[str] = (), extra=None, judge=None, keep_same: bool = False,
                      policy: Policy = SHARED, schema: dict | None = None, name: str = "answer",
-                     from_reply=None) -> dict:
+                     from_reply=None, experiment: str | None = None) -> dict:
         """The one step of the stages, probes and experiments that ask a question: call (``Run.call``), judge,
         prediction record (returned).
 
@@ -144,7 +145,8 @@ class Run(RunDirectory):
         ``from_reply(result)``: more fields read from the reply (credit's cited examples);
         ``schema`` and ``name``: the reply's schema when it asks for more than the answer (default: the dataset's);
         ``keep_same``: a prediction already logged for this very request is returned as it is;
-        ``policy``: where the answer may come from (critique.engine.policy)."""
+        ``policy``: where the answer may come from (critique.engine.policy); ``experiment``: whose fields ``extra``
+        holds (default: the run's probe's; a Learner's stream step names it)."""
         result = await self.call(stage, strategy, item.id, item.user, prompt,
                                  schema or self.dataset.card.response_schema, name, policy)
         if keep_same:
@@ -159,7 +161,7 @@ class Run(RunDirectory):
         fields = extra(outcome) if callable(extra) else extra
         if from_reply is not None:
             fields = {**(fields or {}), **from_reply(result)}
-        return self.record_prediction(stage, strategy, item, result, outcome, list(retrieved), fields)
+        return self.record_prediction(stage, strategy, item, result, outcome, list(retrieved), fields, experiment)
 
     async def each(self, items: list, work, desc: str) -> None:
         """Run ``work(item)`` for all items concurrently (the LLM bounds calls in flight)."""

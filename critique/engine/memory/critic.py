@@ -43,6 +43,7 @@ from critique.engine import agents, parsing
 from critique.engine.memory.episodic import entry_id
 
 DROPPED = "dropped.jsonl"  # memory/: entries left out by --on-mismatch drop
+INITIAL = object()  # critique_item's default answer: the item's initial answer of the train stage
 
 
 def _part(result, space: list[str], label: str) -> dict:
@@ -123,11 +124,11 @@ def _entry(run, item, answer, prompt, kept: dict, seen: dict, **more) -> dict:
         "verdict": None, "believed": None, **more})
 
 
-async def self_critique(run, item, seen: dict) -> dict | None:
-    """A critique without a label: the entry (its verdict and believed answer), or None when none parsed."""
-    answer = run.initial_answer(item)
+async def self_critique(run, item, seen: dict, answer: str | None, stage: str = "critique") -> dict | None:
+    """A critique of ``answer`` without a label: the entry (its verdict and believed answer), or None when none
+    parsed."""
     prompt = self_prompt(run.task, item, answer, run.space)
-    result = await run.call("critique", None, item.id, item.user, prompt, parsing.self_critique_schema(run.space),
+    result = await run.call(stage, None, item.id, item.user, prompt, parsing.self_critique_schema(run.space),
                             "critique")
     judged = parsing.parse_self_critique(result.text, run.space) if result.error is None else None
     if judged is None:
@@ -138,17 +139,19 @@ async def self_critique(run, item, seen: dict) -> dict | None:
     return _entry(run, item, answer, prompt, kept, seen, verdict=verdict, believed=believed)
 
 
-async def critique_item(run, item, seen: dict | None = None) -> tuple[dict | None, bool]:
+async def critique_item(run, item, seen: dict | None = None, answer=INITIAL,
+                        stage: str = "critique") -> tuple[dict | None, bool]:
     """(the item's entry, or None when no critique parsed; whether it enters memory). ``seen``: what the
-    critic is shown of the label (``shown_labels``; default: the gold label)."""
+    critic is shown of the label (``shown_labels``; default: the gold label); ``answer``: the answer critiqued
+    (default: the item's initial answer); ``stage``: the stage of the critique's call record."""
     seen = seen or {"label": item.answer, "flipped": False}
+    answer = run.initial_answer(item) if answer is INITIAL else answer
     if seen["label"] is None:
-        entry = await self_critique(run, item, seen)
+        entry = await self_critique(run, item, seen, answer, stage)
         return entry, entry is not None
     label = seen["label"]
-    answer = run.initial_answer(item)
     prompt = agents.critic_prompt(run.task, item, answer, label)
-    result = await run.call("critique", None, item.id, item.user, prompt, parsing.CRITIQUE_SCHEMA, "critique")
+    result = await run.call(stage, None, item.id, item.user, prompt, parsing.CRITIQUE_SCHEMA, "critique")
     first = _part(result, run.space, label)
     if first["critique"] is None:
         return None, False

@@ -1,0 +1,339 @@
+"""The online tables (shared/MEMORY.md section 1): what a stream (critique stream) did, over time and at its end.
+
+Reads the runs whose manifest's probe is a stream: their predictions (stage ``stream``, one per step) and their
+notes (memory/notes.jsonl, every version). Per stream:
+
+- ``accuracy`` over all its steps with a 95% Wilson interval, and per window of steps (WINDOWS equal windows, in
+  the `stream_windows` table);
+- ``gain`` over the memory-off arm (a stream of the same model, dataset and order with ``--feedback none --start
+  empty``: zero_shot's prompt at every step) when one is among the inputs: the difference in points with the
+  exact McNemar test on the items answered differently (``wins``, ``losses``, ``p``);
+- the notes the stream wrote: how many (``written``), ``leniency`` P(r=1 | U=0) with its Wilson interval, which is
+  also E[b | U=0] (b = r - U: r the verdict a note stores, U the truth the benchmark recorded beside it);
+- ``trusted_wrong``: the share of the notes shown in prompts that were trusted but wrong (r=1, U=0) when shown;
+  the contamination slope ``kappa`` and intercept ``e0``: the least-squares line of a step's error on p, the
+  share of the trusted notes it was shown that are wrong (as the loop's model defines p; steps shown no
+  trusted note left out);
+- the **predicted attractor** of the write-back loop (``attractor``): the share p of trusted notes that are
+  wrong where the bank settles, p = e*l / (e*l + (1-e)*s) with e = e0 + kappa*p, from e0, kappa, the
+  leniency l and s = P(r=1 | U=1) of the notes written; beside it ``corrupted``, the share the stream's
+  trusted notes reached (U=0 among its notes stored as right, latest versions);
+- ``revised``, ``disabled``: notes changed by the conflict policy; ``notes_end``: the notes retrievable in the
+  last step's pool; ``prompt_tokens``: per step, on average; ``not_written``: feedback still due at the end.
+
+A step whose call failed stops a stream: the table reads the steps answered. Reads logs only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from critique.analysis import logs
+from critique.analysis.echo_stats import slope_of, _sums
+from critique.analysis.stats import sign_test, wilson
+from critique.analysis.tabular import Table
+from critique.base import vocab
+
+KEY, WINDOWS_KEY, ARMS_KEY = "stream", "stream_windows", "stream_arms"
+ARMS_TITLE = "Online memory: the arms of one stream (which ends highest; de-inflation against its random control)"
+ARMS_COLUMNS = ["model", "dataset", "order", "arms", "highest", "accuracy", "deinflated", "random", "diff", "wins",
+                "losses", "p", "demoted"]
+TITLE = "Online memory: each stream at its end (%, leniency and shares as fractions)"
+WINDOWS_TITLE = "Online memory over the stream: each window of steps (%, shares as fractions)"
+WINDOWS = 5
+STREAM_STAGE = vocab.STREAM
+LABEL = ["model", "dataset", "feedback", "start", "conflicts", "rank", "order", "demote"]
+COLUMNS = [*LABEL, "steps", "accuracy", "ci_low",
+           "ci_high", "gain", "wins", "losses", "p", "written", "leniency", "leniency_low", "leniency_high",
+           "trusted_wrong", "kappa", "e0", "s", "attractor", "corrupted", "revised", "disabled", "demoted", "notes_end",
+           "prompt_tokens", "not_written"]
+WINDOW_COLUMNS = [*LABEL, "window", "steps",
+                  "accuracy", "ci_low", "ci_high", "written", "leniency", "trusted_wrong", "notes_end"]
+NOTE = ("accuracy over all steps with its 95% Wilson interval; gain: against the memory-off stream of the same "
+        "model, dataset and order (--feedback none --start empty), in points, with the exact McNemar p on the "
+        "items answered differently (wins, losses); written: notes the stream wrote; leniency P(r=1|U=0) of those "
+        "with its Wilson interval (E[b|U=0] is the same number: b = r when U = 0); trusted_wrong: share of the notes shown that were stored as "
+        "right but wrong; kappa, e0: slope and intercept of a step's error on the share of the trusted notes it was shown that are wrong (steps shown a trusted note); s: "
+        "P(r=1|U=1) of the notes written; attractor: the predicted share of wrong notes among trusted ones where "
+        "the write-back loop settles (MEMORY.md: p = e*l/(e*l+(1-e)*s), e = e0 + kappa*p), corrupted: the share "
+        "the stream's own trusted notes reached; revised, disabled: notes the conflict policy changed; demote: the de-inflation arm (reorder: the verifier marks the new notes it flags doubtful, random: as many chosen at random), demoted: how many (a doubtful note is not trusted); notes_end: "
+        "notes retrievable in the last step's pool; not_written: feedback still due when the stream ended")
+
+
+def trusted_wrong_rate(p: float, e0: float, kappa: float, leniency: float, s: float) -> float | None:
+    """q(p): the share of a new note stored as right that is wrong, when a share p of the trusted notes is wrong:
+    e*l / (e*l + (1-e)*s) with the error e = e0 + kappa*p (kept within [0, 1]); None when nothing is ever stored
+    as right."""
+    e = min(1.0, max(0.0, e0 + kappa * p))
+    trusted = e * leniency + (1 - e) * s
+    return e * leniency / trusted if trusted > 0 else None
+
+
+ARMS_NOTE = ("arms: streams of this model, dataset and order (feedback/start, +reorder: de-inflated by the reorder "
+             "verifier, +random: its budget-matched random control); highest: the arm(s) with the highest accuracy, "
+             "accuracy: theirs; deinflated, random: the two de-inflation arms' accuracy, diff: deinflated - random "
+             "in points with the exact McNemar p on the items they answered differently (wins, losses); demoted: "
+             "notes each demoted (verifier / random)")
+
+
+def attractor(e0: float, kappa: float, leniency: float, s: float, grid: int = 10_000) -> float | None:
+    """Where the write-back loop settles (MEMORY.md section 1): the least p in [0, 1] with p = q(p)
+    (trusted_wrong_rate), which a bank that starts clean reaches; within [0, 1] while e0 + kappa*p is, it is the
+    root of kappa*(l-s)*p^2 + (e0*(l-s) + s - kappa*l)*p - e0*l = 0. Found on a grid of ``grid`` steps, then by
+    bisection; None when nothing is ever stored as right."""
+    def gap(p: float) -> float | None:
+        q = trusted_wrong_rate(p, e0, kappa, leniency, s)
+        return None if q is None else q - p
+
+    if gap(0.0) is None:
+        return None
+    low = 0.0
+    for n in range(1, grid + 1):  # gap(0) >= 0 and gap(1) <= 0: the first crossing
+        high = n / grid
+        if gap(high) is None or gap(high) <= 0:
+            break
+        low = high
+    if gap(high) is None:
+        return None
+    for _ in range(60):
+        middle = (low + high) / 2
+        if gap(middle) > 0:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+def _share(values: list[bool]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _leniency(notes: list[dict]) -> tuple:
+    """(leniency, its Wilson interval's ends, s) of notes with a known verdict and truth (E[b|U=0] is the
+    leniency itself: b = r when U = 0)."""
+    u0 = [n for n in notes if n["truth"] == 0 and n["verdict"] is not None]
+    u1 = [n for n in notes if n["truth"] == 1 and n["verdict"] is not None]
+    lenient = sum(n["verdict"] for n in u0)
+    low, high = wilson(lenient, len(u0))
+    leniency = lenient / len(u0) if u0 else None
+    return leniency, low, high, _share([n["verdict"] == 1 for n in u1])
+
+
+def _shown(step: dict, versions: dict[str, dict]) -> list[dict]:
+    return [versions[v] for v in step.get("retrieved_versions") or [] if v in versions]
+
+
+def _trusted(version: dict) -> bool:
+    """Stored as right and not marked doubtful (a de-inflation arm's demotion)."""
+    return version["verdict"] == 1 and not (version.get("entry") or {}).get("doubtful")
+
+
+def _trusted_wrong(version: dict) -> bool:
+    return _trusted(version) and version["truth"] == 0
+
+
+def _corruption(shown: list[dict]) -> float | None:
+    """The share of the trusted notes (stored as right, truth known) among ``shown`` that are wrong: the loop's p
+    in one prompt; None when none is trusted."""
+    trusted = [v for v in shown if _trusted(v) and v["truth"] is not None]
+    return sum(v["truth"] == 0 for v in trusted) / len(trusted) if trusted else None
+
+
+def _contamination(steps: list[dict], versions: dict[str, dict]) -> tuple[float | None, float | None]:
+    """(kappa, e0): slope and intercept of a step's error on the share of the trusted notes it was shown that
+    are wrong (steps shown no trusted note left out): the loop's e = e0 + kappa*p."""
+    points = []
+    for step in steps:
+        share = _corruption(_shown(step, versions))
+        if share is not None:
+            points.append((share, float(step.get("correct") is not True)))
+    kappa = slope_of([_sums(points)]) if points else None
+    if kappa is None:
+        return None, None
+    mean_x, mean_y = (sum(p[i] for p in points) / len(points) for i in (0, 1))
+    return kappa, mean_y - kappa * mean_x
+
+
+# ---- one stream ---------------------------------------------------------------------------------
+def _stream(path: Path, problems: list[str]) -> dict | None:
+    """A stream run's manifest probe, steps (in order) and note versions; None when it is not a stream."""
+    try:
+        manifest = logs.manifest(path)
+    except (OSError, ValueError) as exc:
+        problems.append(f"{path}: unreadable manifest ({exc}); no online rows")
+        return None
+    probe = manifest.get("probe") or {}
+    if probe.get("name") != STREAM_STAGE:
+        return None
+    steps = sorted(logs.predictions(path, (STREAM_STAGE,), problems), key=lambda r: r.get("step", 0))
+    versions = logs.records(path, logs.NOTES, problems)
+    label = {"model": (manifest.get("config") or {}).get("model"),
+             "dataset": (manifest.get("dataset") or {}).get("name"),
+             **{k: probe.get(k) for k in ("feedback", "start", "conflicts", "rank", "order", "demote")}}
+    return {"path": Path(path), "label": label, "steps": steps, "versions": versions,
+            "n_test": (manifest.get("dataset") or {}).get("n_test")}
+
+
+def _written(stream: dict, latest: bool) -> list[dict]:
+    """The notes the stream wrote (not the train memory's): as first written, or their latest versions."""
+    mine = [v for v in stream["versions"] if v["note"].startswith(STREAM_STAGE + ":")]
+    if not latest:
+        return [v for v in mine if v["version"] == 1]
+    return list({v["note"]: v for v in mine}.values())
+
+
+def _by_version(stream: dict) -> dict[str, dict]:
+    return {f"{v['note']}@{v['version']}": v for v in stream["versions"]}
+
+
+def _accuracy(steps: list[dict]) -> tuple:
+    right = sum(s.get("correct") is True for s in steps)
+    low, high = wilson(right, len(steps))
+    return (100 * right / len(steps), 100 * low, 100 * high) if steps else (None, None, None)
+
+
+def _gain(stream: dict, off: dict | None) -> dict:
+    if off is None or off is stream:
+        return {"gain": None, "wins": None, "losses": None, "p": None}
+    theirs = {(s.get("user"), s.get("item_id")): s.get("correct") is True for s in off["steps"]}
+    pairs = [(s.get("correct") is True, theirs[(s.get("user"), s.get("item_id"))]) for s in stream["steps"]
+             if (s.get("user"), s.get("item_id")) in theirs]
+    wins, losses = sum(a and not b for a, b in pairs), sum(b and not a for a, b in pairs)
+    gain = 100 * (wins - losses) / len(pairs) if pairs else None
+    return {"gain": gain, "wins": wins, "losses": losses, "p": sign_test(wins, losses)}
+
+
+def _mean(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def summary(stream: dict, off: dict | None) -> dict:
+    """The stream's row of the online table."""
+    steps, versions = stream["steps"], _by_version(stream)
+    accuracy, low, high = _accuracy(steps)
+    leniency, len_low, len_high, s = _leniency(_written(stream, latest=False))
+    shown = [v for step in steps for v in _shown(step, versions)]
+    kappa, e0 = _contamination(steps, versions)
+    trusted = [v for v in _written(stream, latest=True) if _trusted(v) and v["truth"] is not None]
+    predicted = None
+    if None not in (kappa, e0, leniency, s):
+        predicted = attractor(min(1.0, max(0.0, e0)), kappa, leniency, s)
+    latest = list({v["note"]: v for v in stream["versions"]}.values())
+    return {**stream["label"], "steps": len(steps), "accuracy": accuracy, "ci_low": low, "ci_high": high,
+            **_gain(stream, off), "written": len(_written(stream, latest=False)), "leniency": leniency,
+            "leniency_low": len_low, "leniency_high": len_high,
+            "trusted_wrong": _share([_trusted_wrong(v) for v in shown]), "kappa": kappa, "e0": e0, "s": s,
+            "attractor": predicted, "corrupted": _share([v["truth"] == 0 for v in trusted]),
+            "revised": sum(v["status"] == "revised" for v in latest),
+            "disabled": sum(v["status"] == "disabled" for v in latest),
+            "demoted": sum(v.get("why", "").startswith("demoted") for v in stream["versions"]),
+            "notes_end": steps[-1].get("memory_notes") if steps else None,
+            "prompt_tokens": _mean([s.get("prompt_tokens") for s in steps]),
+            "not_written": _not_written(stream)}
+
+
+def _not_written(stream: dict) -> int | None:
+    """Steps whose feedback never arrived: the last D of a delayed:D stream (feedback none writes nothing by
+    design: 0)."""
+    feedback = str(stream["label"].get("feedback") or "")
+    if feedback == "none" or not stream["steps"]:
+        return 0
+    return min(int(feedback.split(":", 1)[1]), len(stream["steps"])) if feedback.startswith("delayed:") else 0
+
+
+def windows(stream: dict) -> list[dict]:
+    """The stream's rows of the windows table: its steps in WINDOWS windows of equal size (to one step), in order
+    (fewer steps than that: one window each)."""
+    steps, versions, notes = stream["steps"], _by_version(stream), _written(stream, latest=False)
+    count = min(WINDOWS, len(steps))
+    bounds = [round(i * len(steps) / count) for i in range(count + 1)] if count else []
+    rows = []
+    for number, (first, end) in enumerate(zip(bounds, bounds[1:]), start=1):
+        part = steps[first:end]
+        last = part[-1].get("step", first + len(part) - 1)
+        mine = [n for n in notes if part[0].get("step", first) <= (n.get("step") or 0) <= last]
+        accuracy, low, high = _accuracy(part)
+        shown = [v for step in part for v in _shown(step, versions)]
+        rows.append({**stream["label"], "window": number, "steps": f"{part[0].get('step', first)}-{last}",
+                     "accuracy": accuracy, "ci_low": low, "ci_high": high, "written": len(mine),
+                     "leniency": _leniency(mine)[0], "trusted_wrong": _share([_trusted_wrong(v) for v in shown]),
+                     "notes_end": part[-1].get("memory_notes")})
+    return rows
+
+
+def _arm(label: dict) -> str:
+    """An arm's name: feedback/start, and its de-inflation."""
+    name = f"{label['feedback']}/{label['start']}"
+    return name + (f"+{label['demote']}" if label.get("demote") else "")
+
+
+def arms(streams: list[dict]) -> list[dict]:
+    """Per model, dataset and order with at least two arms (the same conflict policy and ranking): the arm that
+    ends highest, and the reorder de-inflation arm against its random control (the same feedback and start),
+    paired item by item (exact McNemar)."""
+    groups: dict[tuple, list[dict]] = {}
+    for one in streams:
+        label = one["label"]
+        groups.setdefault((label["model"], label["dataset"], label["order"], label["conflicts"], label["rank"]),
+                          []).append(one)
+    rows = []
+    for (model, dataset, order, _, _), group in groups.items():
+        if len(group) < 2:
+            continue
+        final = {_arm(g["label"]): _accuracy(g["steps"])[0] for g in group}
+        best = max(v for v in final.values() if v is not None)
+        verifier = next((g for g in group if g["label"].get("demote") == "reorder"), None)
+        control = next((g for g in group if g["label"].get("demote") == "random"), None)
+        paired = _gain(verifier, control) if verifier and control else _gain(group[0], None)
+        rows.append({"model": model, "dataset": dataset, "order": order, "arms": len(group),
+                     "highest": ", ".join(sorted(a for a, v in final.items() if v == best)), "accuracy": best,
+                     "deinflated": _accuracy(verifier["steps"])[0] if verifier else None,
+                     "random": _accuracy(control["steps"])[0] if control else None,
+                     "diff": paired["gain"], "wins": paired["wins"], "losses": paired["losses"], "p": paired["p"],
+                     "demoted": (f"{summary(verifier, None)['demoted']} / {summary(control, None)['demoted']}"
+                                 if verifier and control else None)})
+    return rows
+
+
+def _memory_off(streams: list[dict], stream: dict) -> dict | None:
+    """The memory-off stream (feedback none, start empty) of ``stream``'s model, dataset and order."""
+    same = ("model", "dataset", "order")
+    return next((o for o in streams if o["label"]["feedback"] == "none" and o["label"]["start"] == "empty"
+                 and all(o["label"][k] == stream["label"][k] for k in same)), None)
+
+
+def read(paths: list, problems: list[str]) -> list[dict]:
+    return [s for s in (_stream(Path(p), problems) for p in paths) if s is not None]
+
+
+def tables(paths: list, problems: list[str]) -> list[Table]:
+    """The online table and its windows (`critique tables`): skipped without a stream among the inputs."""
+    streams = read(paths, problems)
+    if not streams:
+        why = "no stream among the inputs (critique stream)"
+        return [Table(KEY, TITLE, skipped=why), Table(WINDOWS_KEY, WINDOWS_TITLE, skipped=why)]
+    rows = [summary(s, _memory_off(streams, s)) for s in streams]
+    compared = arms(streams)
+    return [Table(KEY, TITLE, COLUMNS, rows, note=NOTE),
+            Table(ARMS_KEY, ARMS_TITLE, ARMS_COLUMNS, compared, note=ARMS_NOTE) if compared else
+            Table(ARMS_KEY, ARMS_TITLE, skipped="no two arms of one stream (critique stream --arms)"),
+            Table(WINDOWS_KEY, WINDOWS_TITLE, WINDOW_COLUMNS, [r for s in streams for r in windows(s)],
+                  note=f"the steps in {WINDOWS} equal windows; written: notes written in the window; leniency: "
+                       "theirs; trusted_wrong: share of the notes shown in the window stored as right but wrong; "
+                       "notes_end: notes retrievable in the pool of the window's last step")]
+
+
+def text(paths: list) -> str:
+    """The online tables of ``paths`` as markdown (what `critique stream` prints)."""
+    from critique.analysis.render import markdown_table
+
+    problems: list[str] = []
+    out = []
+    found = tables(paths, problems)
+    if found[0].skipped:
+        return f"no online numbers: {found[0].skipped}"
+    for table in found:
+        if not table.skipped:
+            out += [f"\n{table.title}\n", markdown_table(table), "", f"_{table.note}._"]
+    return "\n".join(out + problems)

@@ -1,0 +1,135 @@
+"""`critique stream`: memory that keeps learning on a stream of the test questions (one run directory;
+critique.experiments.stream), and `critique memory history RUN NOTE`: every version of one note."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from critique.cli.options import add_run_options
+
+
+def register(sub) -> None:
+    from critique.experiments import stream_spec as stream
+
+    p = sub.add_parser("stream", help="answer the test questions one by one, writing each episode back to memory "
+                                      "with its feedback (one run directory)")
+    add_run_options(p, leave_out=("--strategies", "--out"))  # the answers are EP_CRIT's: --k, --parts apply
+    p.add_argument("--out", help="run directory (default runs/<dataset>__<model>__stream-<feedback>...); with --arms, "
+                                 "the folder of the arms' run directories")
+    p.add_argument("--reuse", action="append", metavar="DIR",
+                   help="run directory (or folder of them) whose answered requests are reused; repeatable")
+    p.add_argument("--feedback",
+                   help="gold (the critic sees the label), noisy:R (a seeded share R of the labels flipped), self "
+                        "(no label: the critic judges the answer itself), none (nothing written: frozen memory) "
+                        "or delayed:D (gold feedback D steps later)")
+    p.add_argument("--arms", action="store_true",
+                   help="run the arms of a comparison on the same stream, one run directory each (under --out, "
+                        "default runs/): " + "; ".join(f"{name} (--feedback {f} --start {s}"
+                                                        + (f" --demote {d})" if d else ")")
+                                                        for name, f, s, d in stream.ARMS))
+    p.add_argument("--demote", choices=stream.DEMOTE,
+                   help="de-inflation: reorder (each new note is checked by the reorder verifier before it is "
+                        "trusted, and marked doubtful when flagged) or random (--demote-count N new notes marked "
+                        "doubtful, chosen at random: the verifier arm's budget-matched control)")
+    p.add_argument("--demote-count", type=int, metavar="N",
+                   help="with --demote random: how many (the number the verifier arm demoted)")
+    p.add_argument("--order", type=int, default=0, metavar="SEED", help="the seed of the questions' order (default 0)")
+    p.add_argument("--start", choices=stream.STARTS, default="train",
+                   help="train: the study's train memory first (default); empty: no memory but the stream's")
+    p.add_argument("--conflicts", choices=stream.CONFLICTS, default="append",
+                   help="append (default): notes are only added; revise: labelled feedback that contradicts a note "
+                        "shown for a similar question revises it, and agreement raises its confidence")
+    p.add_argument("--conflict-similarity", type=float, default=stream.CONFLICT_SIMILARITY, metavar="C",
+                   help="with --conflicts revise: how similar (cosine) a shown note's question must be to be "
+                        "contradicted (default %(default)g)")
+    p.add_argument("--disable-test", action="store_true",
+                   help="verification by disabling (labelled feedback): a step answered wrong is asked again with "
+                        "each note it was shown left out, and a note whose removal makes it right is disabled")
+    p.add_argument("--rank", choices=stream.RANKS, default="similarity",
+                   help="similarity: the K nearest notes (default); verdict: among the nearest "
+                        f"{stream.RANK_DEPTH}K, those stored as right first, then by confidence")
+    p.set_defaults(func=main)
+    memory = sub.add_parser("memory", help="read a run's notes")
+    kinds = memory.add_subparsers(dest="memory", required=True)
+    history = kinds.add_parser("history", help="every version of one note of a stream, oldest first")
+    history.add_argument("run", metavar="RUN_DIR")
+    history.add_argument("note", metavar="NOTE", help="the note's id (memory/notes.jsonl: note)")
+    history.set_defaults(func=history_main)
+
+
+def main(args) -> int:
+    from critique.base.errors import UserError
+    from critique.cli.options import config_from_args
+    from critique.engine.scores import report_errors
+    from critique.experiments import probes, stream_spec
+
+    if bool(args.arms) == bool(args.feedback):
+        raise UserError("give --feedback F for one stream, or --arms for the arms of a comparison")
+    config = probes.probe_config(config_from_args(args, strategies="zero_shot"), {"name": stream_spec.STREAM})
+    if args.arms and (args.demote or args.disable_test):
+        raise UserError("--arms sets the arms itself: give --demote and --disable-test to one stream")
+    arms = stream_spec.ARMS if args.arms else [(None, args.feedback, args.start, args.demote)]
+    outs: list[Path] = []
+    for _, feedback, start, demote in arms:
+        count = args.demote_count
+        if args.arms and demote == stream_spec.RANDOM:
+            count = demoted(outs[-1])  # the verifier arm's budget
+        probe = stream_spec.stream_probe(feedback, args.order, args.conflicts, start, args.rank,
+                                         args.conflict_similarity, demote, count, args.disable_test)
+        outs.append(_one(args, config, probe))
+    from critique.analysis import online
+
+    print(online.text(outs))
+    return report_errors(outs)
+
+
+def _one(args, config, probe: dict) -> Path:
+    """One stream's run directory, run to its end (or to a failed call)."""
+    from critique.base.cost import print_cost
+    from critique.datasets.registry import resolve
+    from critique.experiments import reuse, stream, stream_spec
+    from critique.runner import execute_run, run_name
+
+    name = run_name(config, stream_spec.stream_suffix(probe))
+    out = (Path(args.out) / name if args.arms else Path(args.out)) if args.out else Path("runs") / name
+    checksum = resolve(config.dataset, config.data_dir).checksum
+    pool = reuse.matching_calls(reuse.default_places(config, out.parent, args.reuse), config.model, checksum,
+                                exclude=out)
+
+    def say_cost(run) -> None:
+        print_cost(stream.cost(run), "the train stage still to do, then per question still to answer its answer "
+                   "and its feedback's critique; fewer when a matching run or the response cache answers some", out)
+
+    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=stream.stream, setup=say_cost,
+                             progress=not args.quiet)
+    print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
+    return out
+
+
+def demoted(run: Path) -> int:
+    """How many notes a de-inflation arm demoted (memory/notes.jsonl)."""
+    from critique.base.rundir import MEMORY, NOTES, read_jsonl
+
+    path = run / MEMORY / NOTES
+    return sum(v["why"].startswith("demoted") for v in read_jsonl(path)) if path.exists() else 0
+
+
+def history_main(args) -> int:
+    import json
+
+    from critique.base.errors import UserError
+    from critique.base.rundir import MEMORY, read_jsonl
+    from critique.engine.memory.notes import FILE
+
+    path = Path(args.run) / MEMORY / FILE
+    if not path.exists():
+        raise UserError(f"{path}: no notes (only a stream writes them: critique stream)")
+    versions = [v for v in read_jsonl(path) if v["note"] == args.note]
+    if not versions:
+        raise UserError(f"{path}: no note {args.note!r}")
+    for v in versions:
+        entry = v["entry"]
+        print(json.dumps({"version": v["version"], "replaces": v["replaces"], "status": v["status"], "step": v["step"],
+                          "feedback": v["feedback"], "confidence": v["confidence"], "sources": v["sources"],
+                          "asserted": entry.get("asserted"), "verdict": v["verdict"], "why": v["why"]}))
+    return 0

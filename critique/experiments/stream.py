@@ -1,0 +1,376 @@
+"""A stream: memory that keeps learning (shared/MEMORY.md sections 1 and 2).
+
+``critique stream --dataset D --model M --feedback F`` (manifest ``probe`` = ``{"name": "stream", ...}``). The test
+questions arrive in a seeded order (``--order SEED``: each item's place is a hash of the seed, its user and its
+id, so a preference user's questions keep one seeded order within the interleaved stream). At step t the agent
+answers question t with EP_CRIT's prompt over the memory as it stands: the train memory (``--start train``, the
+study's critique stage; ``--start empty``: none) plus the notes the stream has written so far (an empty pool
+gives zero_shot's prompt, as in the study). Then feedback arrives and the episode is written back, before
+step t+1:
+
+- ``gold``: the critic is shown the gold label (the study's critic, on the stream's answer);
+- ``noisy:R``: the gold label, but a seeded round(R * n) of the n questions get another option (the note says so);
+- ``self``: no label: the critic judges the answer itself (the deployed case);
+- ``none``: nothing is written (the frozen-memory arm);
+- ``delayed:D``: gold feedback on step t arrives after step t+D (feedback still due when the stream ends is
+  never written, and the table says how much).
+
+Each written note (critique.engine.memory.notes) records its step, its feedback mode and the verdict it stores;
+the truth (U) is recorded for the analysis only. ``--conflicts revise``: when labelled feedback (gold, noisy,
+delayed) on question t asserts an answer, each note retrieved for question t on a similar question (cosine at
+least ``--conflict-similarity``) whose own critique asserts another answer is revised (a new version holding the
+new critique, status ``revised``), and one that asserts the same answer gains confidence; ``append`` (default)
+only adds notes. ``--rank verdict`` retrieves the nearest RANK_DEPTH x K notes and shows the K stored as right
+first, then by confidence, then by similarity (Memento-style); ``similarity`` (default) the K nearest.
+
+Records: the answer of step t is a prediction of stage ``stream`` (strategy EP_CRIT) with the experiment fields
+below; the critique calls have stage ``stream_critique``; memory/notes.jsonl holds every note version. A stream
+is deterministic and resumable: rerun, each step's request is found in the run's log, so a killed stream
+replays to the records of an uninterrupted one (no record written twice) and a finished stream makes no call.
+A call that fails stops the stream at its step (a rerun retries it): what comes after depends on it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from critique.base import records, rundir
+from critique.base.records import Field
+from critique.base.vocab import CRITIQUE, EP_CRIT, TRAIN
+from critique.engine.memory import critic, selection
+from critique.engine.memory.episodic import EpisodicMemory, Retrieved, entry_id
+from critique.engine.memory.notes import AGREEMENT, Notes
+from critique.engine.methods import method
+from critique.engine.pipeline import pkey
+from critique.experiments.stream_spec import (RANDOM, RANK_DEPTH, STREAM, STREAM_CRITIQUE, STREAM_DISABLE, STREAM_VERIFY,
+                                              parse_feedback)
+
+records.declare(STREAM, (
+    Field("step", "integer", "stream: the question's place in the stream, from 0", required=False),
+    Field("feedback", "string", "stream: the feedback mode (gold, noisy:R, self, none, delayed:D)", required=False),
+    Field("retrieved_versions", "array", "stream: NOTE@VERSION of each note shown, in the order of retrieved",
+          required=False),
+    Field("memory_notes", "integer", "stream: notes retrievable in the question's pool when it was answered",
+          required=False),
+    Field("checked_answer", "string", "stream_verify: the new note's answer, the one its verdict is about",
+          required=False),
+    Field("survives", "boolean", "stream_verify: the answer survived the reorder verifier (the question asked again "
+          "with its options permuted got it again); false: the note is demoted (marked doubtful)", required=False),
+))
+
+
+def sequence(items: list, seed: int) -> list:
+    """The stream's order of ``items``: by each one's seeded rank (seed, user, id)."""
+    from critique.datasets.subsets import seeded_rank
+
+    return sorted(items, key=lambda i: seeded_rank(seed, i.user, i.id, STREAM))
+
+
+class Ranked:
+    """A memory whose retrieval shows the notes stored as right first, then by confidence, then by
+    similarity, among the nearest RANK_DEPTH x K (``--rank verdict``)."""
+
+    def __init__(self, memory: EpisodicMemory, confidence: dict[str, float]):
+        self.memory, self.confidence = memory, confidence
+
+    def size(self, user: str | None) -> int:
+        return self.memory.size(user)
+
+    def retrieve(self, vector, user: str | None, k: int, exclude_item: str | None = None) -> Retrieved:
+        found = self.memory.retrieve(vector, user, RANK_DEPTH * k, exclude_item)
+        order = sorted(range(len(found)), key=lambda n: (-(_stored_right(found[n])), -self.confidence[found[n]["id"]],
+                                                         -found.scores[n]))
+        return found.keep(order[:k])
+
+
+def _stored_right(entry: dict) -> int:
+    from critique.engine.memory.notes import verdict
+
+    return int(verdict(entry) == 1)
+
+
+@dataclass
+class Step:
+    """A step whose feedback is still due: its question, answer and the notes it was shown."""
+    number: int
+    item: object
+    answer: str | None
+    shown: Retrieved
+
+
+class Stream:
+    """One stream over ``run`` (a pipeline.Run whose probe is a stream's)."""
+
+    def __init__(self, run, probe: dict | None = None):
+        self.run, self.probe = run, probe or run.probe
+        self.feedback = parse_feedback(self.probe["feedback"])
+        self.notes = Notes(run.dataset.card.name)
+        self.vectors: dict[str, np.ndarray] = {}  # note id -> its question's vector
+        self.question_vectors: dict[str, np.ndarray] = {}  # entry id of a test item -> its question's vector
+        test = run.dataset.test
+        self.flipped = critic.flipped_ids(test, self.feedback.rate, run.config.seed) if self.feedback.rate else set()
+        self.stopped: str | None = None
+        self.random_picks = _random_picks(test, self.probe, run.config.seed)
+
+    # ---- memory -------------------------------------------------------------------------
+    def resume(self, memory: EpisodicMemory) -> None:
+        """The notes a Learner's earlier steps saved in its run directory, else ``memory``'s entries (the fitted
+        train memory) as notes; their vectors (the saved notes' questions encoded again)."""
+        self.notes = Notes.load(self.run.out / rundir.MEMORY, self.notes.dataset)
+        train = dict(zip((e["id"] for e in memory.entries), memory.vectors()))
+        if not self.notes.versions:
+            for entry in memory.entries:
+                self.notes.add(entry, step=None, feedback="train", why="the train memory")
+        missing = [v for v in self.notes.latest().values() if v["note"] not in train]
+        encoded = self.run.encoder.encode([v["entry"]["question"] for v in missing]) if missing else []
+        self.vectors = {**train, **{v["note"]: vector for v, vector in zip(missing, encoded)}}
+
+    async def start(self) -> None:
+        """The train memory as notes (``--start train``), or none."""
+        if self.probe["start"] != "train":
+            return
+        await self.run.train_stage((TRAIN, CRITIQUE))
+        memory = self.run.memory
+        for entry, vector in zip(memory.entries, memory.vectors()):
+            self.notes.add(entry, step=None, feedback="train", why="the train memory")
+            self.vectors[entry["id"]] = vector
+
+    def memory(self):
+        """The notes retrievable now, as the memory a prompt retrieves from."""
+        active = self.notes.active()
+        entries = [{**v["entry"], "id": v["note"]} for v in active]
+        width = len(next(iter(self.vectors.values()))) if self.vectors else 1
+        vectors = np.array([self.vectors[v["note"]] for v in active], dtype=np.float32).reshape(len(active), -1) \
+            if active else np.zeros((0, width), np.float32)
+        memory = EpisodicMemory(entries, vectors)
+        if self.probe["rank"] == "verdict":
+            return Ranked(memory, {v["note"]: v["confidence"] for v in active})
+        return memory
+
+    # ---- one step -----------------------------------------------------------------------
+    async def answer(self, number: int, item, vector, judge=None) -> Step | None:
+        """Step ``number``: ``item`` answered with EP_CRIT's prompt over the notes as they stand (``judge``: how
+        the reply is judged, as Run.answer's; default: against the item's label)."""
+        run = self.run
+        run.use_memory(self.memory(), {})
+        prompt, shown = method(EP_CRIT).prompt(run, item, vector, item.id)
+        latest = self.notes.latest()
+        extra = {**selection.logged(shown), "step": number, "feedback": str(self.feedback),
+                 "retrieved_versions": [f"{e['id']}@{latest[e['id']]['version']}" for e in shown],
+                 "memory_notes": run.memory.size(item.user)}
+        record = await run.answer(STREAM, EP_CRIT, item, prompt, seed=(EP_CRIT, STREAM), keep_same=True,
+                                  retrieved=[e["id"] for e in shown], extra=extra, judge=judge, experiment=STREAM)
+        if record.get("error"):
+            self.stopped = f"step {number} ({item.id}): {record['error']}"
+            return None
+        self.last = record
+        return Step(number, item, record["answer"], shown)
+
+    def shown_label(self, item) -> dict:
+        """What the critic is shown of ``item``'s label under the feedback mode (critic.shown_labels' form)."""
+        if self.feedback.mode == "self":
+            return {"label": None, "flipped": False}
+        if entry_id(item) in self.flipped:
+            from critique.engine import parsing
+
+            wrong = parsing.wrong_answer(item.answer, self.run.space, "noisy", self.run.config.seed, item.user or "",
+                                         item.id)
+            return {"label": wrong, "flipped": True}
+        return {"label": item.answer, "flipped": False}
+
+    async def write_back(self, step: Step, now: int, seen: dict | None = None) -> bool:
+        """The feedback on ``step`` arriving at step ``now``: its note written (and, with --conflicts revise, the
+        notes it contradicts revised); ``seen``: what the critic is shown of the label (default: as the feedback
+        mode says); False when a call failed (the stream stops there)."""
+        run = self.run
+        failed = len(run.failed_calls)
+        seen = seen or self.shown_label(step.item)
+        entry, keep = await critic.critique_item(run, step.item, seen, answer=step.answer, stage=STREAM_CRITIQUE)
+        if len(run.failed_calls) > failed:
+            self.stopped = f"the feedback on step {step.number} ({step.item.id}): its critique call failed"
+            return False
+        if entry is None or not keep:
+            return True  # no critique parsed (or --on-mismatch drop left it out): nothing to write
+        note = {**entry, "id": f"{STREAM}:{entry['id']}"}
+        self.notes.add(note, step=now, feedback=str(self.feedback), why=f"feedback on step {step.number}")
+        self.vectors[note["id"]] = self.question_vectors[entry_id(step.item)]
+        if self.probe["conflicts"] == "revise" and self.feedback.labelled:
+            self.revise(note, step, now)
+        if self.probe.get("disable") and step.answer != note["label"] and not await self.disable_test(step, note, now):
+            return False
+        if self.probe.get("demote"):
+            return await self.demote(note, step, now)
+        return True
+
+    async def demote(self, note: dict, step: Step, now: int) -> bool:
+        """A de-inflation arm: the new note checked before it is trusted (reorder) or chosen at random (the
+        control), and marked doubtful when flagged; False when the verifier's call failed."""
+        from critique.experiments import deinflate
+
+        if self.probe["demote"] == RANDOM:
+            flagged, why = entry_id(step.item) in self.random_picks, "demoted: chosen at random (the control)"
+        else:
+            flagged, why = await self.check(note, step), "demoted: the reorder verifier flagged it"
+            if flagged is None:
+                return self.stopped is None
+        if flagged:
+            doubtful = deinflate.marked(self.notes.latest()[note["id"]]["entry"], self.run.config.prompts)
+            self.notes.change(note["id"], status="active", step=now, feedback=str(self.feedback), why=why,
+                              evidence=step.item.id, entry=doubtful)
+        return True
+
+    async def check(self, note: dict, step: Step) -> bool | None:
+        """The reorder verifier on a new note (critique.experiments.verify): True when its answer does not
+        survive the question with its options permuted (flagged); None when the question's options cannot be
+        permuted or the call failed (then ``stopped`` says so)."""
+        from critique.datasets.splits import Item
+        from critique.engine import agents
+        from critique.experiments import verify
+
+        run, item = self.run, step.item
+        shown = verify.reordered(item.question, run.space)
+        if shown is None:
+            return None
+        question, back = shown
+        forward = {original: label for label, original in back.items()}
+        asked = Item(item.id, question, forward[item.answer], item.user, item.meta)
+        prompt = agents.performance_prompt("performance_zero_shot.j2", run.task, asked, run.space, [], None, "full")
+
+        def judge(result, _item) -> dict:
+            outcome = agents.answer_record(result, asked, run.space, STREAM_VERIFY)
+            return {**outcome, "answer": back.get(outcome["answer"]), "gold": item.answer}
+
+        def extra(outcome) -> dict:
+            valid = not (outcome["parse_failed"] or outcome["timeout"] or outcome.get("context_overflow"))
+            return {"checked_answer": note["initial_answer"], "step": step.number,
+                    "survives": bool(valid and outcome["answer"] == note["initial_answer"])}
+
+        record = await run.answer(STREAM_VERIFY, verify.REORDER, asked, prompt, seed=(STREAM_VERIFY,), judge=judge,
+                                  extra=extra, keep_same=True, experiment=STREAM)
+        if record.get("error"):
+            self.stopped = f"the verifier of step {step.number} ({item.id}): {record['error']}"
+            return None
+        return not record["survives"]
+
+    async def disable_test(self, step: Step, note: dict, now: int) -> bool:
+        """Verification by disabling: a step whose answer the feedback's label says is wrong is asked again with
+        each note it was shown left out (the others in order, K-1); a note whose removal makes it the label is
+        disabled. Both answers are logged (stage stream, and stream_disable with strategy without:NOTE); False
+        when a call failed."""
+        from critique.engine import agents
+        from critique.engine.strategies import STRATEGIES
+
+        run, item = self.run, step.item
+        for shown in step.shown:
+            rest = [e for e in step.shown if e["id"] != shown["id"]]
+            prompt = agents.performance_prompt(STRATEGIES[EP_CRIT].template, run.task, item, run.space, rest, None,
+                                               run.config.parts)
+            record = await run.answer(STREAM_DISABLE, f"without:{shown['id']}", item, prompt,
+                                      seed=(STREAM_DISABLE, shown["id"]), retrieved=[e["id"] for e in rest],
+                                      extra={"step": step.number}, keep_same=True, experiment=STREAM)
+            if record.get("error"):
+                self.stopped = f"the disabling test of step {step.number} ({item.id}): {record['error']}"
+                return False
+            if record["answer"] == note["label"] and self.notes.latest()[shown["id"]]["status"] != "disabled":
+                self.notes.change(shown["id"], status="disabled", step=now, feedback=str(self.feedback),
+                                  why=f"disabled: without it step {step.number} answers {note['label']}, the "
+                                      "feedback's label", evidence=item.id)
+        return True
+
+    def revise(self, evidence: dict, step: Step, now: int) -> None:
+        """Each note shown at ``step`` on a similar question: revised when its critique asserts another answer
+        than the labelled ``evidence`` does, more confident when the same."""
+        said = evidence.get("asserted")
+        if said is None:
+            return
+        for shown, score in zip(step.shown, step.shown.scores):
+            if score < self.probe["conflict_similarity"]:
+                continue
+            old = self.notes.latest()[shown["id"]]
+            if old["status"] == "disabled" or old["entry"].get("asserted") is None:
+                continue
+            why = f"step {step.number}'s labelled critique (similarity {score:.3f})"
+            if old["entry"]["asserted"] == said:
+                self.notes.change(shown["id"], status=old["status"], step=now, feedback=str(self.feedback),
+                                  why="agrees with " + why, evidence=step.item.id,
+                                  confidence=old["confidence"] + AGREEMENT)
+            else:
+                corrected = {**old["entry"], "critique": evidence["critique"], "asserted": said}
+                self.notes.change(shown["id"], status="revised", step=now, feedback=str(self.feedback),
+                                  why=f"contradicted by {why}: asserts {said}, not {old['entry']['asserted']}",
+                                  evidence=step.item.id, entry=corrected)
+
+    # ---- the stream -----------------------------------------------------------------------
+    async def run_all(self) -> None:
+        run = self.run
+        await self.start()
+        order = sequence(run.dataset.test, self.probe["order"])
+        encoded = run.encoder.encode([i.question for i in order])
+        self.question_vectors = {entry_id(i): v for i, v in zip(order, encoded)}
+        due: list[Step] = []
+        for number, item in enumerate(order):
+            step = await self.answer(number, item, self.question_vectors[entry_id(item)])
+            if step is None:
+                break
+            if self.feedback.mode != "none":
+                due.append(step)
+            while due and due[0].number + self.feedback.delay <= number:
+                if not await self.write_back(due.pop(0), number):
+                    break
+            if self.stopped:
+                break
+        self.notes.save(run.out / rundir.MEMORY)
+        if self.stopped:
+            print(f"critique: the stream stopped at {self.stopped}; rerun to resume from there", file=sys.stderr)
+        elif due:
+            print(f"critique: feedback on the last {len(due)} steps was still due when the stream ended "
+                  f"({self.feedback}): not written", file=sys.stderr)
+
+
+async def learn(run, memory: EpisodicMemory, item, feedback: str | None, judge) -> dict:
+    """One online step of a Learner (critique.learner.Learner.learn) in ``run``: ``item`` answered with EP_CRIT over
+    the fitted ``memory`` and the notes learned so far, then written back with ``feedback``: a label (the critic
+    is shown it), "self" (the critic judges the answer) or None (nothing is written). Returns the answer's
+    prediction record; memory/notes.jsonl keeps every note."""
+    from critique.experiments.stream_spec import stream_probe
+
+    stream = Stream(run, stream_probe("self" if feedback == "self" else "gold"))
+    stream.resume(memory)
+    number = sum(1 for key in run.predictions if key[0] == STREAM)
+    vector = run.encoder.encode([item.question])[0]
+    step = await stream.answer(number, item, vector, judge)
+    if step is not None and feedback is not None:
+        stream.vectors[f"{STREAM}:{entry_id(item)}"] = vector
+        stream.question_vectors[entry_id(item)] = vector
+        await stream.write_back(step, number, {"label": None if feedback == "self" else feedback, "flipped": False})
+    stream.notes.save(run.out / rundir.MEMORY)
+    if stream.stopped:
+        raise RuntimeError(f"the learning step stopped at {stream.stopped}; call learn again to retry")
+    return stream.last
+
+
+def _random_picks(items: list, probe: dict, seed: int) -> set[str]:
+    """The random control's demoted items: the ``demote_count`` first in a seeded order of the test items."""
+    if probe.get("demote") != RANDOM:
+        return set()
+    from critique.datasets.subsets import seeded_rank
+
+    ordered = sorted(items, key=lambda i: seeded_rank(seed, i.user, i.id, "stream-random"))
+    return {entry_id(i) for i in ordered[:probe["demote_count"]]}
+
+
+async def stream(run) -> None:
+    """The stream of ``run`` (its probe: stream_probe)."""
+    await Stream(run).run_all()
+
+
+def cost(run) -> int:
+    """Calls at most: the train stage's (with --start train), and per test question still to answer, its
+    answer and its feedback's critique (none with --feedback none)."""
+    feedback = parse_feedback(run.probe["feedback"])
+    todo = [i for i in run.dataset.test if pkey(STREAM, EP_CRIT, i.user, i.id) not in run.predictions]
+    train = [i for i in run.dataset.train if pkey(TRAIN, None, i.user, i.id) not in run.predictions]
+    return (2 * len(train) if run.probe["start"] == "train" else 0) + len(todo) * (1 if feedback.mode == "none" else 2)

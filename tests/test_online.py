@@ -1,0 +1,68 @@
+"""The predicted attractor of the write-back loop (shared/MEMORY.md section 1): its closed forms, a synthetic
+write-back loop with known parameters that settles where it says, and the online table's estimate of it from a
+synthetic stream's records."""
+
+import math
+import random
+
+import pytest
+
+from critique.analysis import online
+
+
+def quadratic_root(e0, kappa, leniency, s):
+    a, b, c = kappa * (leniency - s), e0 * (leniency - s) + s - kappa * leniency, -e0 * leniency
+    roots = [(-b + sign * math.sqrt(b * b - 4 * a * c)) / (2 * a) for sign in (1, -1)]
+    return min(r for r in roots if 0 <= r <= 1)
+
+
+def test_without_contamination_the_attractor_is_the_share_of_lenient_entries():
+    e0, leniency, s = 0.3, 0.5, 0.9
+    assert online.attractor(e0, 0.0, leniency, s) == pytest.approx(e0 * leniency / (e0 * leniency + (1 - e0) * s))
+
+
+@pytest.mark.parametrize("e0, kappa, leniency, s", [(0.3, 0.38, 0.5, 0.9), (0.2, 0.6, 0.8, 0.7), (0.4, -0.2, 0.3, 0.95)])
+def test_the_attractor_is_the_root_of_the_quadratic(e0, kappa, leniency, s):
+    assert online.attractor(e0, kappa, leniency, s) == pytest.approx(quadratic_root(e0, kappa, leniency, s), abs=1e-9)
+
+
+def test_nothing_stored_as_right_has_no_attractor():
+    assert online.attractor(0.3, 0.2, 0.0, 0.0) is None
+
+
+def synthetic_stream(e0, kappa, leniency, s, steps=4000, shown=5, seed=0) -> dict:
+    """A stream's records from a write-back loop with known parameters: each step is shown `shown` notes drawn
+    from those written so far, errs with probability e0 + kappa * p (p: the share of its trusted notes that are
+    wrong), and writes back a note stored as right with probability `leniency` when wrong, `s` when right."""
+    rng = random.Random(seed)
+    versions, records = [], []
+    for step in range(steps):
+        seen = rng.sample(versions, min(shown, len(versions)))
+        trusted = [v for v in seen if v["verdict"] == 1]
+        p = sum(v["truth"] == 0 for v in trusted) / len(trusted) if trusted else 0.0
+        right = rng.random() >= min(1.0, max(0.0, e0 + kappa * p))
+        records.append({"step": step, "correct": right, "user": None, "item_id": f"i{step}", "prompt_tokens": 10,
+                        "memory_notes": len(versions),
+                        "retrieved_versions": [f"{v['note']}@1" for v in seen]})
+        stored_right = rng.random() < (s if right else leniency)
+        versions.append({"note": f"stream:i{step}", "version": 1, "status": "active", "step": step,
+                         "verdict": int(stored_right), "truth": int(right)})
+    label = {"model": "m", "dataset": "d", "feedback": "self", "start": "empty", "conflicts": "append",
+             "rank": "similarity", "order": 0}
+    return {"label": label, "steps": records, "versions": versions}
+
+
+@pytest.mark.parametrize("e0, kappa, leniency, s", [(0.3, 0.4, 0.6, 0.9), (0.25, 0.0, 0.5, 0.8)])
+def test_a_synthetic_loop_settles_at_the_attractor_the_table_predicts(e0, kappa, leniency, s):
+    truth = online.attractor(e0, kappa, leniency, s)
+    row = online.summary(synthetic_stream(e0, kappa, leniency, s), None)
+    assert row["leniency"] == pytest.approx(leniency, abs=0.05) and row["s"] == pytest.approx(s, abs=0.03)
+    assert row["e0"] == pytest.approx(e0, abs=0.05) and row["kappa"] == pytest.approx(kappa, abs=0.2)
+    assert row["attractor"] == pytest.approx(truth, abs=0.04)  # predicted from the records
+    assert row["corrupted"] == pytest.approx(truth, abs=0.04)  # reached by the loop
+
+
+def test_a_stronger_contamination_settles_higher():
+    low = online.summary(synthetic_stream(0.3, 0.0, 0.6, 0.9), None)
+    high = online.summary(synthetic_stream(0.3, 0.5, 0.6, 0.9), None)
+    assert high["attractor"] > low["attractor"] + 0.03 and high["corrupted"] > low["corrupted"] + 0.03

@@ -1,0 +1,248 @@
+"""critique stream on the fake model: each feedback mode writes what it should, a killed stream resumes to the
+records of an uninterrupted one, a finished one makes no call, --conflicts revise overturns a wrong note that
+append keeps (with its history), a disabled note is never retrieved, and the online table reads it all."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from critique.base import rundir
+from critique.cli import main
+from critique.engine.memory.notes import Notes
+from critique.experiments import stream as stream_mod
+from critique.experiments.stream_spec import parse_feedback, stream_probe
+
+LIMIT = 6
+
+
+def argv(out: Path, feedback: str, *extra: str, dataset: str = "mcr-gen") -> list[str]:
+    return ["stream", "--dataset", dataset, "--model", "fake/model", "--limit", str(LIMIT), "--k", "3",
+            "--feedback", feedback, "--out", str(out), "--quiet", *extra]
+
+
+def steps(out: Path) -> list[dict]:
+    return sorted((r for r in rundir.read_jsonl(out / "predictions.jsonl") if r["stage"] == "stream"),
+                  key=lambda r: r["step"])
+
+
+def notes(out: Path) -> list[dict]:
+    return rundir.read_jsonl(out / "memory" / "notes.jsonl")
+
+
+def written(out: Path) -> list[dict]:
+    return [v for v in notes(out) if v["note"].startswith("stream:")]
+
+
+@pytest.mark.parametrize("feedback", ["gold", "noisy:0.5", "self", "none", "delayed:2"])
+def test_each_feedback_mode_writes_back_what_it_should(home, fake_llm, feedback):
+    out = home / "stream"
+    assert main(argv(out, feedback)) == 0
+    answered = steps(out)
+    assert [r["step"] for r in answered] == list(range(LIMIT))
+    assert {r["strategy"] for r in answered} == {"EP_CRIT"}
+    train = [v for v in notes(out) if v["step"] is None]
+    assert len(train) == LIMIT and all(v["feedback"] == "train" for v in train)
+    mine = written(out)
+    expected = {"none": 0, "delayed:2": LIMIT - 2}.get(feedback, LIMIT)
+    assert len(mine) == expected and all(v["feedback"] == str(parse_feedback(feedback)) for v in mine)
+    assert all(v["truth"] in (0, 1) and v["version"] == 1 and v["status"] == "active" for v in mine)
+    # each note is written before the step after its feedback arrives, and later steps can retrieve it
+    delay = 2 if feedback.startswith("delayed") else 0
+    for v in mine:
+        source = next(r for r in answered if f"stream:{r['item_id']}" == v["note"])
+        assert v["step"] == source["step"] + delay
+    sizes = [r["memory_notes"] for r in answered]
+    assert sizes == [LIMIT + max(0, min(expected, n - delay)) for n in range(LIMIT)]
+    calls = rundir.read_jsonl(out / "calls.jsonl")
+    assert sum(c["stage"] == "stream_critique" for c in calls) == expected
+    if feedback == "self":
+        assert all(v["entry"]["verdict"] in ("right", "wrong") and v["entry"]["label"] is None for v in mine)
+    if feedback == "noisy:0.5":
+        assert sum(v["entry"]["label_flipped"] for v in mine) == LIMIT // 2
+    fake_llm.CALLS.clear()
+    assert main(argv(out, feedback)) == 0 and fake_llm.CALLS == []  # a finished stream makes no call
+
+
+def _normal(records: list[dict]) -> list[dict]:
+    """Records without what differs between two run directories (run id, clock)."""
+    drop = ("run_id", "time", "latency_s")
+    return [{k: v for k, v in r.items() if k not in drop} for r in records]
+
+
+def test_a_stream_killed_at_a_step_resumes_to_the_records_of_an_uninterrupted_one(home, fake_llm):
+    out, whole = home / "killed", home / "whole"
+    answered = 2 * LIMIT + 5  # the train stage, then some steps: the next call is held until the kill
+    env = dict(os.environ, FAKE_LLM_HOLD_AFTER=str(answered))
+    command = [sys.executable, str(Path(__file__).parent / "fake_llm.py"), *argv(out, "gold", "--no-cache")]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    logged = []
+    while len(logged) < answered and proc.poll() is None:
+        logged = rundir.read_jsonl(out / "calls.jsonl") if (out / "calls.jsonl").exists() else []
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert len(rundir.read_jsonl(out / "calls.jsonl")) == answered and not (out / "memory" / "notes.jsonl").exists()
+    assert main(command[2:]) == 0
+    assert main(argv(whole, "gold", "--no-cache")) == 0
+    assert _normal(steps(out)) == _normal(steps(whole))
+    assert _normal([v["entry"] for v in notes(out)]) == _normal([v["entry"] for v in notes(whole)])
+    assert [{**v, "entry": None} for v in notes(out)] == [{**v, "entry": None} for v in notes(whole)]
+    calls = rundir.read_jsonl(out / "calls.jsonl")
+    assert len({c["request_hash"] for c in calls}) == len(calls)  # no call made twice
+
+
+def _twin_dataset(folder: Path) -> Path:
+    """Train questions and test questions that repeat them nearly word for word (cosine about 0.97)."""
+    folder.mkdir()
+    card = {"name": "twins", "task": "Which vault holds the object? Answer 1, 2, 3 or 4.",
+            "answer_space": ["1", "2", "3", "4"]}
+    (folder / "dataset.json").write_text(json.dumps(card), encoding="utf-8")
+    things = ["a walnut ledger from Tartu", "a tin saddle from Rovinj", "a glass lamp from Bergen",
+              "a copper kettle from Porto", "an oak chest from Riga", "a silk fan from Lyon"]
+    train = [{"id": f"tr-{n}", "question": f"Where is {t} kept?", "answer": str(n % 4 + 1)} for n, t in enumerate(things)]
+    test = [{"id": f"te-{n}", "question": f"Where is {t} stored?", "answer": str(n % 4 + 1)} for n, t in enumerate(things)]
+    for name, items in (("train.jsonl", train), ("test.jsonl", test)):
+        (folder / name).write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    return folder
+
+
+def test_revise_overturns_a_wrong_note_that_append_keeps(home, fake_llm):
+    data = _twin_dataset(home / "twins")
+    # the train critic is shown a flipped label for every item: every train note asserts a wrong answer;
+    # the stream's gold feedback on the twin question asserts the right one
+    common = ("--critic", "noisy:1", "--conflict-similarity", "0.8")
+    revise, append = home / "revise", home / "append"
+    assert main(argv(revise, "gold", *common, "--conflicts", "revise", dataset=str(data))) == 0
+    assert main(argv(append, "gold", *common, dataset=str(data))) == 0
+    gold = {f"tr-{n}": str(n % 4 + 1) for n in range(LIMIT)}
+    train_notes = {v["note"]: v for v in notes(append) if v["step"] is None}
+    assert all(v["entry"]["asserted"] != gold[k] for k, v in train_notes.items())
+    kept = {v["note"]: v for v in notes(append)}  # latest versions: append changes nothing
+    assert all(kept[k]["status"] == "active" and kept[k]["entry"]["asserted"] != gold[k] for k in gold)
+    latest = {v["note"]: v for v in notes(revise)}
+    overturned = [k for k in gold if latest[k]["status"] == "revised"]
+    assert overturned and all(latest[k]["entry"]["asserted"] == gold[k] for k in overturned)
+    for k in overturned:  # the history keeps the wrong version, and the revision names it and its evidence
+        history = [v for v in notes(revise) if v["note"] == k]
+        assert [v["version"] for v in history] == list(range(1, len(history) + 1))
+        assert history[0]["entry"]["asserted"] != gold[k] and history[-1]["replaces"] == f"{k}@{len(history) - 1}"
+        assert history[-1]["sources"][0] == k and len(history[-1]["sources"]) == 2
+    # a later step shown a revised note is shown its new version
+    shown = [v for r in steps(revise) for v in r["retrieved_versions"]]
+    assert any(v.split("@")[0] in overturned and v.endswith("@2") for v in shown) or len(overturned) == LIMIT
+
+
+def test_memory_history_lists_every_version(home, fake_llm, capsys):
+    data = _twin_dataset(home / "twins")
+    out = home / "revise"
+    assert main(argv(out, "gold", "--critic", "noisy:1", "--conflicts", "revise", "--conflict-similarity", "0.8",
+                     dataset=str(data))) == 0
+    note = next(v["note"] for v in notes(out) if v["status"] == "revised")
+    capsys.readouterr()
+    assert main(["memory", "history", str(out), note]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [x["version"] for x in lines] == list(range(1, len(lines) + 1)) and lines[-1]["status"] == "revised"
+    assert main(["memory", "history", str(out), "no-such-note"]) == 2
+
+
+def test_a_disabled_note_is_never_retrieved():
+    store = Notes("d")
+    vectors = {}
+    for n in range(4):
+        entry = {"id": f"e{n}", "item_id": f"i{n}", "user": None, "question": f"q{n}", "initial_answer": "1",
+                 "gold": "1", "asserted": "1", "critique": {}}
+        store.add(entry, step=None, feedback="train", why="test")
+        vectors[entry["id"]] = np.eye(4, dtype=np.float32)[n]
+    store.change("e2", status="disabled", step=0, feedback="gold", why="test", evidence="x")
+    stream = stream_mod.Stream.__new__(stream_mod.Stream)
+    stream.notes, stream.vectors = store, vectors
+    stream.probe = stream_probe("gold")
+    memory = stream.memory()
+    found = memory.retrieve(np.eye(4, dtype=np.float32)[2], None, 4)
+    assert "e2" not in [e["id"] for e in found] and len(found) == 3
+    assert [v["status"] for v in store.history("e2")] == ["active", "disabled"]
+
+
+def test_the_online_table_reads_a_stream_and_its_memory_off_arm(home, fake_llm, tmp_path):
+    runs = []
+    for feedback, start in (("gold", "train"), ("none", "empty")):
+        out = home / f"{feedback}-{start}"
+        assert main(argv(out, feedback, "--start", start)) == 0
+        runs.append(out)
+    report = tmp_path / "tables.json"
+    assert main(["tables", *map(str, runs), "--format", "json", "-o", str(report)]) in (0, 1)
+    tables = json.loads(report.read_text(encoding="utf-8"))
+    rows = {r["feedback"]: r for r in tables["stream"]}
+    assert rows["gold"]["steps"] == LIMIT and rows["gold"]["written"] == LIMIT
+    assert rows["none"]["written"] == 0 and rows["gold"]["wins"] is not None
+    right = sum(r["correct"] is True for r in steps(runs[0]))
+    assert rows["gold"]["accuracy"] == pytest.approx(100 * right / LIMIT)
+    assert len([r for r in tables["stream_windows"] if r["feedback"] == "gold"]) == 5
+
+
+def test_the_arms_of_one_stream_and_a_random_control_of_the_verifier_arms_budget(home, fake_llm, tmp_path):
+    out = home / "arms"
+    command = ["stream", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", str(LIMIT), "--k", "3", "--arms",
+               "--out", str(out), "--quiet"]
+    assert main(command) == 0
+    runs = {p.name.split("__stream-")[1]: p for p in out.iterdir()}
+    random = "self-deinflate-random" + _demoted(runs)
+    assert sorted(runs) == ["gold", "none", "none-empty", "self", random, "self-deinflate-reorder"]
+    off = rundir.read_jsonl(runs["none-empty"] / "calls.jsonl")
+    assert off and all(c["template"] == "performance_zero_shot.j2" for c in off)  # memory off: zero_shot's prompt
+    checks = [r for r in rundir.read_jsonl(runs["self-deinflate-reorder"] / "predictions.jsonl")
+              if r["stage"] == "stream_verify"]
+    flagged = sum(not r["survives"] for r in checks)
+    assert len(checks) == LIMIT and 0 < flagged == int(_demoted(runs))
+    demoted = [v for v in notes(runs["self-deinflate-reorder"]) if v["why"].startswith("demoted")]
+    assert all(v["entry"]["doubtful"] for v in demoted)
+    report = tmp_path / "tables.json"
+    assert main(["tables", str(out), "--format", "json", "-o", str(report)]) in (0, 1)
+    row = json.loads(report.read_text(encoding="utf-8"))["stream_arms"][0]
+    assert row["arms"] == 6 and row["demoted"] == f"{flagged} / {flagged}"
+    fake_llm.CALLS.clear()
+    assert main(command) == 0 and fake_llm.CALLS == []
+
+
+def _demoted(runs: dict) -> str:
+    reorder = runs["self-deinflate-reorder"]
+    return str(sum(v["why"].startswith("demoted") for v in notes(reorder)))
+
+
+def _copy_the_first_example(prompt: str, options: list, props: dict) -> dict:
+    """A model that answers what the first shown critique asserts, and 1 when it is shown none."""
+    marker = "The correct answer is "
+    if marker not in prompt:
+        return {"answer": "1"}
+    said = prompt.split(marker, 1)[1][:1]
+    return {"answer": said if said in options else "1"}
+
+
+def test_verification_by_disabling_disables_the_note_that_made_an_answer_wrong(home, fake_llm, monkeypatch):
+    data = _twin_dataset(home / "twins")
+    for name in ("train.jsonl", "test.jsonl"):  # every label 1; the train critic is shown another one
+        path = data / name
+        items = [{**json.loads(line), "answer": "1"} for line in path.read_text(encoding="utf-8").splitlines()]
+        path.write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
+    monkeypatch.setattr(fake_llm, "ANSWER", _copy_the_first_example)
+    out = home / "disable"
+    command = ["stream", "--dataset", str(data), "--model", "fake/model", "--k", "1", "--feedback", "gold",
+               "--critic", "noisy:1", "--disable-test", "--out", str(out), "--quiet"]
+    assert main(command) == 0
+    answered = steps(out)
+    wrong = [r for r in answered if r["answer"] != "1"]
+    retests = [r for r in rundir.read_jsonl(out / "predictions.jsonl") if r["stage"] == "stream_disable"]
+    assert wrong and len(retests) == len(wrong)  # K = 1: one note to leave out per wrong answer
+    assert all(r["answer"] == "1" and r["retrieved"] == [] for r in retests)  # right without its note
+    disabled = {v["note"]: v for v in notes(out) if v["status"] == "disabled"}
+    assert set(disabled) == {r["strategy"].split(":", 1)[1] for r in retests}
+    for r in answered:  # a disabled note is never shown after it was disabled
+        assert not any(v.split("@")[0] in disabled and r["step"] > disabled[v.split("@")[0]]["step"]
+                       for v in r["retrieved_versions"])

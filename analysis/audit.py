@@ -26,7 +26,7 @@ from critique.base.errors import UserError
 from critique.base.truth import initial_right
 
 AUDIT_HELP = "audit the memory of run directories: each entry's verdict, reuse and outcome (reads logs only)"
-EPILOG = """Each run that is not a probe is audited; a suggestibility run of the same model and data among the
+EPILOG = """Each run that is not a probe is audited, and each stream (its notes); a suggestibility run of the same model and data among the
 inputs is its partner (retrieval versus usage failures).
 Exit status: 0, 1 when some input was left out (see stderr), 2 on a usage error."""
 EPISODIC = (vocab.EP_LABEL, vocab.EP_CRIT, vocab.EP_SEM_CRIT)  # the strategies that put episodic entries in the prompt
@@ -285,13 +285,19 @@ def semantic_audit(pools: dict | None, rows: list[dict]) -> dict:
 def audit_run(meta: dict, partner: dict | None, problems: list[str], data_dirs: list[str] = ()) -> dict:
     from critique.analysis.read import model_label
 
+    from critique.analysis import audit_notes
+
     path = Path(meta["path"])
     manifest = logs.manifest(path)
     space = [str(a) for a in (manifest.get("dataset") or {}).get("answer_space") or []]
     entries, pools = read_memory(path, problems)
     predictions = counted(path, vocab.TEST, problems)
+    stream = meta["probe"] == vocab.STREAM
+    if stream:  # its memory is the notes store, its prompts the stream's
+        (entries, latest), pools = audit_notes.latest_entries(path, problems), None
+        predictions = counted(path, vocab.STREAM, problems)
     out = {"run": meta["path"], "model": model_label(meta), "dataset": meta["dataset"], "kind": meta["kind"],
-           "experiment": "plain run" if meta["ablation"] is None else
+           "experiment": "stream" if stream else "plain run" if meta["ablation"] is None else
            f"ablation {meta['ablation']} = {meta['ablation_value']}",
            "strategies": (manifest.get("config") or {}).get("strategies") or [], "answer_space": space,
            "memory": entries is not None, "note": None, "truth": None, "summary": None, "reuse": None,
@@ -302,6 +308,9 @@ def audit_run(meta: dict, partner: dict | None, problems: list[str], data_dirs: 
         return out
     truth, out["truth"] = read_truth(manifest, list(data_dirs))
     rows = entry_rows(entries, space, truth)
+    if stream:
+        audit_notes.add_note_fields(rows, latest)
+        out["note"] = audit_notes.NOTE
     out["reuse"] = count_reuse(rows, predictions, problems, meta["path"])
     out.update(summary=summary(rows), entries=rows, failures=failures(predictions, partner, rows, problems),
                semantic=semantic_audit(pools, rows))
@@ -324,7 +333,7 @@ def audit(paths: list[str], data_dirs: list[str] = ()) -> dict:
     problems: list[str] = []
     metas = read.runs(paths, True, errors, problems)  # the memory of each run, whatever its templates
     probes = [m for m in metas if m["probe"] == vocab.SUGGESTIBILITY]
-    audited = [m for m in metas if m["probe"] is None]
+    audited = [m for m in metas if m["probe"] in (None, vocab.STREAM)]
     if not audited:
         raise UserError("nothing to audit: no run among the inputs that is not a probe run"
                         + (f" ({'; '.join(errors)})" if errors else ""))

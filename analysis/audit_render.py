@@ -22,7 +22,8 @@ folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`.
   `r`, `b`, `flipped`, `rule_prefers`, `n` (the reuse), `correct`, `reuse` (every strategy that retrieved it,
   EP_LABEL included -> `n`, `correct`), `retrieved_by[]`
   (`strategy`, `user`, `item_id`, `rank`, `correct`, `score`), `similarity` (`mean`, `min`, `max`,
-  `count`; null: not logged).
+  `count`; null: not logged); a stream's (`experiment` stream, its notes' latest versions, reuse over its own
+  prompts) also `status`, `version`, `confidence`, `sources`, `step`, `feedback`, `why`.
 - `failures`: `partner`, `note`, `wrong`, `retrieval`, `usage`, `unclassified`, `items[]` (`user`,
   `item_id`, `answer`, `gold`, `truth_answer`, `class` (retrieval / usage / null), `why`,
   `retrieved`, `retrieved_wrong_verdict`).
@@ -140,14 +141,17 @@ def _mismatch(value: bool | None) -> str:
 def entries_table(audit: dict, limit: int) -> Table:
     truth = audit["summary"]["flipped"] is not None
     strategies = [s for s in audit["reuse"] if any(r["reuse"].get(s, {}).get("n") for r in audit["entries"])]
-    columns = (["id", "initial", "gold", "asserted", "U", "r", "b", "mismatch"] + (["flipped"] if truth else [])
+    notes = any("status" in r for r in audit["entries"])  # a stream's notes: their status and version
+    columns = (["id"] + (["status", "version"] if notes else []) + ["initial", "gold", "asserted", "U", "r", "b",
+                                                                     "mismatch"] + (["flipped"] if truth else [])
                + ["n", "right"] + strategies + ["similarity", "correct_answer"])
     ranked = sorted(audit["entries"], key=lambda r: (-r["n"], str(r["id"])))
     shown = ranked[:limit] if limit else ranked
     rows = []
     for r in shown:
-        values = [r["id"], r["initial_answer"], r["gold"], r["asserted"], r["U"], r["r"], r["b"],
-                  _mismatch(r["assertion_mismatch"])] + ([r["flipped"]] if truth else [])
+        values = [r["id"]] + ([r["status"], r["version"]] if notes else []) + [
+            r["initial_answer"], r["gold"], r["asserted"], r["U"], r["r"], r["b"], _mismatch(r["assertion_mismatch"])
+        ] + ([r["flipped"]] if truth else [])
         reuse = [r["reuse"].get(s) or {"n": 0, "correct": 0} for s in strategies]
         values += [r["n"], r["correct"]] + [f"{x['n']} ({x['correct']})" for x in reuse]
         values += [_similarity(r), _short(r["critique"].get("correct_answer"))]
@@ -207,7 +211,8 @@ def sections(result: dict, limit: int) -> list[tuple[str, list]]:
             continue
         f = audit["failures"]
         lead = (f"{audit['summary']['entries']} episodic entries; generator truth: {audit['truth']}. "
-                f"Suggestibility partner: {f['partner'] or 'none'}.")
+                f"Suggestibility partner: {f['partner'] or 'none'}." + (f" Notes: {audit['note']}." if audit["note"]
+                                                                         else ""))
         out.append((heading, [lead, summary_table(audit), reuse_table(audit), entries_table(audit, limit),
                               failures_table(audit, limit), semantic_table(audit)]))
     return out

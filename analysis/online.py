@@ -42,14 +42,15 @@ TITLE = "Online memory: each stream at its end (%, leniency and shares as fracti
 WINDOWS_TITLE = "Online memory over the stream: each window of steps (%, shares as fractions)"
 WINDOWS = 5
 STREAM_STAGE = vocab.STREAM
-LABEL = ["model", "dataset", "feedback", "start", "conflicts", "rank", "order", "demote"]
+LABEL = ["model", "dataset", "feedback", "start", "conflicts", "rank", "order", "demote", "refresh"]
 COLUMNS = [*LABEL, "steps", "accuracy", "ci_low",
            "ci_high", "gain", "wins", "losses", "p", "written", "leniency", "leniency_low", "leniency_high",
            "trusted_wrong", "kappa", "e0", "s", "attractor", "corrupted", "revised", "disabled", "demoted", "notes_end",
            "prompt_tokens", "not_written"]
 WINDOW_COLUMNS = [*LABEL, "window", "steps",
                   "accuracy", "ci_low", "ci_high", "written", "leniency", "trusted_wrong", "notes_end"]
-NOTE = ("accuracy over all steps with its 95% Wilson interval; gain: against the memory-off stream of the same "
+NOTE = ("refresh: every how many steps the stream's advice is refreshed (it answers with EP+SEM_CRIT), - when it "
+        "keeps none (EP_CRIT); accuracy over all steps with its 95% Wilson interval; gain: against the memory-off stream of the same "
         "model, dataset and order (--feedback none --start empty), in points, with the exact McNemar p on the "
         "items answered differently (wins, losses); written: notes the stream wrote; leniency P(r=1|U=0) of those "
         "with its Wilson interval (E[b|U=0] is the same number: b = r when U = 0); trusted_wrong: share of the notes shown that were stored as "
@@ -169,7 +170,8 @@ def _stream(path: Path, problems: list[str]) -> dict | None:
     versions = logs.records(path, logs.NOTES, problems)
     label = {"model": (manifest.get("config") or {}).get("model"),
              "dataset": (manifest.get("dataset") or {}).get("name"),
-             **{k: probe.get(k) for k in ("feedback", "start", "conflicts", "rank", "order", "demote")}}
+             **{k: probe.get(k) for k in ("feedback", "start", "conflicts", "rank", "order", "demote")},
+             "refresh": probe.get("refresh_every")}
     return {"path": Path(path), "label": label, "steps": steps, "versions": versions,
             "n_test": (manifest.get("dataset") or {}).get("n_test")}
 
@@ -269,16 +271,16 @@ def _arm(label: dict) -> str:
 
 
 def arms(streams: list[dict]) -> list[dict]:
-    """Per model, dataset and order with at least two arms (the same conflict policy and ranking): the arm that
-    ends highest, and the reorder de-inflation arm against its random control (the same feedback and start),
-    paired item by item (exact McNemar)."""
+    """Per model, dataset and order with at least two arms (the same conflict policy, ranking and refresh): the
+    arm that ends highest, and the reorder de-inflation arm against its random control (the same feedback and
+    start), paired item by item (exact McNemar)."""
     groups: dict[tuple, list[dict]] = {}
     for one in streams:
         label = one["label"]
-        groups.setdefault((label["model"], label["dataset"], label["order"], label["conflicts"], label["rank"]),
-                          []).append(one)
+        key = (label["model"], label["dataset"], label["order"], label["conflicts"], label["rank"], label["refresh"])
+        groups.setdefault(key, []).append(one)
     rows = []
-    for (model, dataset, order, _, _), group in groups.items():
+    for (model, dataset, order, *_), group in groups.items():
         if len(group) < 2:
             continue
         final = {_arm(g["label"]): _accuracy(g["steps"])[0] for g in group}

@@ -182,6 +182,30 @@ def plot_forest(inference):
     return figure, None
 
 
+def plot_online(windows: Table):
+    """Each stream over its windows of steps (the stream_windows table): one column of panels per (model, dataset,
+    order), accuracy above and the share of shown notes that were trusted but wrong below, one line per arm."""
+    lines: dict[tuple, dict[str, list]] = {}
+    for row in windows.rows:
+        arm = f"{row['feedback']}/{row['start']}" + (f"+{row['demote']}" if row.get("demote") else "") \
+            + ("" if row["conflicts"] == "append" else f" {row['conflicts']}") \
+            + ("" if row["rank"] == "similarity" else f" rank {row['rank']}")
+        lines.setdefault((row["model"], row["dataset"], row["order"]), {}).setdefault(arm, []).append(row)
+    panels = sorted(lines, key=lambda p: tuple(map(name_key, map(str, p))))
+    figure, axes = plt.subplots(2, len(panels), figsize=(4.5 * len(panels), 6), sharex="col", squeeze=False)
+    for column, panel in enumerate(panels):
+        for arm, rows_ in sorted(lines[panel].items()):
+            x = [r["window"] for r in rows_]
+            axes[0][column].plot(x, [r["accuracy"] for r in rows_], marker="o", label=arm)
+            axes[1][column].plot(x, [r["trusted_wrong"] for r in rows_], marker="o", label=arm)
+        axes[0][column].set_title(f"{panel[1]} / {panel[0]} (order {panel[2]})", fontsize=8)
+        axes[1][column].set_xlabel("window of steps")
+    axes[0][0].set_ylabel("accuracy (%)")
+    axes[1][0].set_ylabel("shown notes trusted but wrong")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    return figure, None
+
+
 PLOTS = (("Accuracy per strategy per dataset", plot_accuracy),
          ("Suggestibility versus gain", plot_suggestibility),
          ("Output tokens per question by strategy", plot_tokens),
@@ -217,6 +241,9 @@ def html_page(result: Result, heading: str, extra: list[Table], problems: list[s
     plots = [(title, lambda draw=draw: draw(result)) for title, draw in PLOTS]
     if inference is not None:
         plots.append(("Item-level paired differences per cell (forest plot)", lambda: plot_forest(inference)))
+    windows = next((t for t in result.tables if t.key == "stream_windows" and not t.skipped), None)
+    if windows is not None:  # critique stream's runs among the inputs
+        plots.append(("Online memory over each stream", lambda: plot_online(windows)))
     for title, draw in plots:
         figure, why = draw()
         body.append(f"<h2>{html.escape(title)}</h2>")

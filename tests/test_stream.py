@@ -185,6 +185,24 @@ def test_the_online_table_reads_a_stream_and_its_memory_off_arm(home, fake_llm, 
     right = sum(r["correct"] is True for r in steps(runs[0]))
     assert rows["gold"]["accuracy"] == pytest.approx(100 * right / LIMIT)
     assert len([r for r in tables["stream_windows"] if r["feedback"] == "gold"]) == 5
+    page = tmp_path / "report.html"
+    assert main(["report", *map(str, runs), "-o", str(page)]) in (0, 1)
+    assert '<img alt="Online memory over each stream"' in page.read_text(encoding="utf-8")
+
+
+def test_rank_verdict_shows_the_notes_stored_as_right_first():
+    store, vectors = Notes("d"), {}
+    for n, asserted in enumerate(["2", "1", "2", "1"]):  # answer 1: the notes asserting 1 call it right
+        store.add({"id": f"e{n}", "item_id": f"i{n}", "user": None, "question": f"q{n}", "initial_answer": "1",
+                   "gold": "1", "asserted": asserted, "critique": {}}, step=None, feedback="train", why="test")
+        vectors[f"e{n}"] = np.array([1.0, 0.1 * (3 - n)], dtype=np.float32) / np.hypot(1.0, 0.1 * (3 - n))
+    stream = stream_mod.Stream.__new__(stream_mod.Stream)
+    stream.notes, stream.vectors = store, vectors
+    stream.probe = stream_probe("gold", rank="verdict")
+    found = stream.memory().retrieve(np.array([1.0, 0.3], dtype=np.float32), None, 2)
+    assert [e["id"] for e in found] == ["e1", "e3"]  # the nearest ones, e0 and e1, would be shown by similarity
+    stream.probe = stream_probe("gold")
+    assert [e["id"] for e in stream.memory().retrieve(np.array([1.0, 0.3], dtype=np.float32), None, 2)] == ["e0", "e1"]
 
 
 def test_the_arms_of_one_stream_and_a_random_control_of_the_verifier_arms_budget(home, fake_llm, tmp_path):
@@ -246,3 +264,55 @@ def test_verification_by_disabling_disables_the_note_that_made_an_answer_wrong(h
     for r in answered:  # a disabled note is never shown after it was disabled
         assert not any(v.split("@")[0] in disabled and r["step"] > disabled[v.split("@")[0]]["step"]
                        for v in r["retrieved_versions"])
+
+
+def test_the_audit_reads_a_streams_notes_with_their_status_and_versions(home, fake_llm, tmp_path):
+    data = _twin_dataset(home / "twins")
+    out = home / "revise"
+    assert main(argv(out, "gold", "--critic", "noisy:1", "--conflicts", "revise", "--conflict-similarity", "0.8",
+                     dataset=str(data))) == 0
+    report = tmp_path / "audit.json"
+    assert main(["audit", str(out), "--format", "json", "-o", str(report)]) == 0
+    audit = json.loads(report.read_text(encoding="utf-8"))["audits"][0]
+    latest = {v["note"]: v for v in notes(out)}
+    assert audit["experiment"] == "stream" and {e["id"] for e in audit["entries"]} == set(latest)
+    for e in audit["entries"]:
+        assert (e["status"], e["version"]) == (latest[e["id"]]["status"], latest[e["id"]]["version"])
+        assert e["asserted"] == latest[e["id"]]["entry"]["asserted"]  # a revised note as revised
+    shown = sum(len(r["retrieved"]) for r in steps(out))
+    assert audit["summary"]["retrievals"] == shown  # reuse over the stream's own prompts
+    text = tmp_path / "audit.md"
+    assert main(["audit", str(out), "-o", str(text)]) == 0
+    assert "| id | status | version |" in text.read_text(encoding="utf-8")
+    assert main(["credit", str(out), "--strategy", "EP_CRIT"]) == 2  # a stream's notes are credited online
+
+
+def test_refresh_every_keeps_advice_that_learns_with_the_notes(home, fake_llm):
+    out = home / "refresh"
+    assert main(argv(out, "gold", "--refresh-every", "3")) == 0
+    refreshes = rundir.read_jsonl(out / "memory" / "advice.jsonl")
+    assert [r["step"] for r in refreshes] == [2, 5]
+    written = {v["note"] for v in notes(out) if v["note"].startswith("stream:")}
+    for r in refreshes:
+        lines = r["pools"]["all"]["lines"]
+        assert lines and r["pools"]["all"]["error"] is None
+        assert set(r["pools"]["all"]["new_notes"]) <= written
+        assert all(line["source_ids"] for line in lines)
+    answered = steps(out)
+    assert {r["strategy"] for r in answered} == {"EP+SEM_CRIT"}
+    calls = {c["request_hash"]: c for c in rundir.read_jsonl(out / "calls.jsonl")}
+    assert sum(c["stage"] == "stream_summary" for c in calls.values()) >= 2
+    advice = refreshes[0]["pools"]["all"]["lines"][0]["text"]
+    later = [calls[r["request_hash"]]["messages"][0]["content"] for r in answered if r["step"] > 2]
+    assert later and all(advice in text for text in later[:3])  # steps 3-5 show the first refresh's advice
+    fake_llm.CALLS.clear()
+    assert main(argv(out, "gold", "--refresh-every", "3")) == 0 and fake_llm.CALLS == []
+
+
+def test_an_advice_line_whose_sources_are_all_disabled_goes():
+    from critique.experiments.stream_advice import Advice
+
+    advice = Advice(run=None, every=1)
+    advice.lines = {"all": [{"text": "keep", "source_ids": ["a", "b"]}, {"text": "gone", "source_ids": ["b"]}]}
+    assert advice.shown({"b"}) == {"all": {"advice": "- keep"}}
+    assert advice.shown({"a", "b"}) == {}

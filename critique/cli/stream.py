@@ -45,6 +45,9 @@ def register(sub) -> None:
     p.add_argument("--disable-test", action="store_true",
                    help="verification by disabling (labelled feedback): a step answered wrong is asked again with "
                         "each note it was shown left out, and a note whose removal makes it right is disabled")
+    p.add_argument("--refresh-every", type=int, metavar="N",
+                   help="keep a semantic memory too: every N steps the new notes are distilled (each line naming "
+                        "the notes it rests on) and merged into the advice, and the stream answers with EP+SEM_CRIT")
     p.add_argument("--rank", choices=stream.RANKS, default="similarity",
                    help="similarity: the K nearest notes (default); verdict: among the nearest "
                         f"{stream.RANK_DEPTH}K, those stored as right first, then by confidence")
@@ -66,8 +69,9 @@ def main(args) -> int:
     if bool(args.arms) == bool(args.feedback):
         raise UserError("give --feedback F for one stream, or --arms for the arms of a comparison")
     config = probes.probe_config(config_from_args(args, strategies="zero_shot"), {"name": stream_spec.STREAM})
-    if args.arms and (args.demote or args.disable_test):
-        raise UserError("--arms sets the arms itself: give --demote and --disable-test to one stream")
+    if args.arms and (args.demote or args.disable_test or args.refresh_every):
+        raise UserError("--arms sets the arms itself: give --demote, --disable-test and --refresh-every to one "
+                        "stream")
     arms = stream_spec.ARMS if args.arms else [(None, args.feedback, args.start, args.demote)]
     outs: list[Path] = []
     for _, feedback, start, demote in arms:
@@ -75,7 +79,8 @@ def main(args) -> int:
         if args.arms and demote == stream_spec.RANDOM:
             count = demoted(outs[-1])  # the verifier arm's budget
         probe = stream_spec.stream_probe(feedback, args.order, args.conflicts, start, args.rank,
-                                         args.conflict_similarity, demote, count, args.disable_test)
+                                         args.conflict_similarity, demote, count, args.disable_test,
+                                         args.refresh_every)
         outs.append(_one(args, config, probe))
     from critique.analysis import online
 

@@ -42,7 +42,7 @@ import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from critique.base import records, rundir
+from critique.base import records, rundir, vocab
 from critique.base.records import Field
 from critique.engine.policy import REPEAT, SHARED
 from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_REPEAT as NULL, \
@@ -100,6 +100,11 @@ def refuse_unrebuildable(manifest: dict, source: Path) -> None:
     from critique.base.config import manifest_value
     from critique.base.errors import UserError
 
+    if (manifest.get("probe") or {}).get("name") == vocab.STREAM:
+        raise UserError(f"{source}: a stream, whose memory changed at every step: credit by deletion rebuilds a "
+                        "plain run's prompts over one memory. A stream credits its notes online by verification by "
+                        "disabling (critique stream --disable-test), and critique audit reads their status and "
+                        "versions")
     config = manifest["config"]
     for key in ("gate", "inject_budget"):
         if manifest_value(config, key) is not None:

@@ -39,14 +39,14 @@ import numpy as np
 
 from critique.base import records, rundir
 from critique.base.records import Field
-from critique.base.vocab import CRITIQUE, EP_CRIT, TRAIN
+from critique.base.vocab import CRITIQUE, EP_CRIT, EP_SEM_CRIT, SUMMARY, TRAIN
 from critique.engine.memory import critic, selection
-from critique.engine.memory.episodic import EpisodicMemory, Retrieved, entry_id
+from critique.engine.memory.episodic import EpisodicMemory, Retrieved, entry_id, pool_of
 from critique.engine.memory.notes import AGREEMENT, Notes
 from critique.engine.methods import method
 from critique.engine.pipeline import pkey
-from critique.experiments.stream_spec import (RANDOM, RANK_DEPTH, STREAM, STREAM_CRITIQUE, STREAM_DISABLE, STREAM_VERIFY,
-                                              parse_feedback)
+from critique.experiments import stream_checks as checks
+from critique.experiments.stream_spec import RANDOM, RANK_DEPTH, STREAM, STREAM_CRITIQUE, parse_feedback
 
 records.declare(STREAM, (
     Field("step", "integer", "stream: the question's place in the stream, from 0", required=False),
@@ -114,6 +114,11 @@ class Stream:
         self.flipped = critic.flipped_ids(test, self.feedback.rate, run.config.seed) if self.feedback.rate else set()
         self.stopped: str | None = None
         self.random_picks = _random_picks(test, self.probe, run.config.seed)
+        self.advice = None
+        if self.probe.get("refresh_every"):
+            from critique.experiments.stream_advice import Advice
+
+            self.advice = Advice(run, self.probe["refresh_every"])
 
     # ---- memory -------------------------------------------------------------------------
     def resume(self, memory: EpisodicMemory) -> None:
@@ -132,7 +137,9 @@ class Stream:
         """The train memory as notes (``--start train``), or none."""
         if self.probe["start"] != "train":
             return
-        await self.run.train_stage((TRAIN, CRITIQUE))
+        await self.run.train_stage((TRAIN, CRITIQUE, SUMMARY) if self.advice else (TRAIN, CRITIQUE))
+        if self.advice:
+            self.advice.start(self.run.semantic)
         memory = self.run.memory
         for entry, vector in zip(memory.entries, memory.vectors()):
             self.notes.add(entry, step=None, feedback="train", why="the train memory")
@@ -155,13 +162,16 @@ class Stream:
         """Step ``number``: ``item`` answered with EP_CRIT's prompt over the notes as they stand (``judge``: how
         the reply is judged, as Run.answer's; default: against the item's label)."""
         run = self.run
-        run.use_memory(self.memory(), {})
-        prompt, shown = method(EP_CRIT).prompt(run, item, vector, item.id)
+        disabled = {v["note"] for v in self.notes.latest().values() if v["status"] == "disabled"}
+        run.use_memory(self.memory(), self.advice.shown(disabled) if self.advice else {})
+        name = EP_SEM_CRIT if self.advice else EP_CRIT
+        found = method(name).prompt(run, item, vector, item.id)  # None: EP+SEM_CRIT in a pool with no advice yet
+        prompt, shown = found if found is not None else method(EP_CRIT).prompt(run, item, vector, item.id)
         latest = self.notes.latest()
         extra = {**selection.logged(shown), "step": number, "feedback": str(self.feedback),
                  "retrieved_versions": [f"{e['id']}@{latest[e['id']]['version']}" for e in shown],
                  "memory_notes": run.memory.size(item.user)}
-        record = await run.answer(STREAM, EP_CRIT, item, prompt, seed=(EP_CRIT, STREAM), keep_same=True,
+        record = await run.answer(STREAM, name, item, prompt, seed=(name, STREAM), keep_same=True,
                                   retrieved=[e["id"] for e in shown], extra=extra, judge=judge, experiment=STREAM)
         if record.get("error"):
             self.stopped = f"step {number} ({item.id}): {record['error']}"
@@ -196,88 +206,16 @@ class Stream:
             return True  # no critique parsed (or --on-mismatch drop left it out): nothing to write
         note = {**entry, "id": f"{STREAM}:{entry['id']}"}
         self.notes.add(note, step=now, feedback=str(self.feedback), why=f"feedback on step {step.number}")
+        if self.advice:
+            self.advice.written(pool_of(note.get("user")), note)
         self.vectors[note["id"]] = self.question_vectors[entry_id(step.item)]
         if self.probe["conflicts"] == "revise" and self.feedback.labelled:
             self.revise(note, step, now)
-        if self.probe.get("disable") and step.answer != note["label"] and not await self.disable_test(step, note, now):
+        if self.probe.get("disable") and step.answer != note["label"] and not await checks.disable_test(self, step, note,
+                                                                                                        now):
             return False
         if self.probe.get("demote"):
-            return await self.demote(note, step, now)
-        return True
-
-    async def demote(self, note: dict, step: Step, now: int) -> bool:
-        """A de-inflation arm: the new note checked before it is trusted (reorder) or chosen at random (the
-        control), and marked doubtful when flagged; False when the verifier's call failed."""
-        from critique.experiments import deinflate
-
-        if self.probe["demote"] == RANDOM:
-            flagged, why = entry_id(step.item) in self.random_picks, "demoted: chosen at random (the control)"
-        else:
-            flagged, why = await self.check(note, step), "demoted: the reorder verifier flagged it"
-            if flagged is None:
-                return self.stopped is None
-        if flagged:
-            doubtful = deinflate.marked(self.notes.latest()[note["id"]]["entry"], self.run.config.prompts)
-            self.notes.change(note["id"], status="active", step=now, feedback=str(self.feedback), why=why,
-                              evidence=step.item.id, entry=doubtful)
-        return True
-
-    async def check(self, note: dict, step: Step) -> bool | None:
-        """The reorder verifier on a new note (critique.experiments.verify): True when its answer does not
-        survive the question with its options permuted (flagged); None when the question's options cannot be
-        permuted or the call failed (then ``stopped`` says so)."""
-        from critique.datasets.splits import Item
-        from critique.engine import agents
-        from critique.experiments import verify
-
-        run, item = self.run, step.item
-        shown = verify.reordered(item.question, run.space)
-        if shown is None:
-            return None
-        question, back = shown
-        forward = {original: label for label, original in back.items()}
-        asked = Item(item.id, question, forward[item.answer], item.user, item.meta)
-        prompt = agents.performance_prompt("performance_zero_shot.j2", run.task, asked, run.space, [], None, "full")
-
-        def judge(result, _item) -> dict:
-            outcome = agents.answer_record(result, asked, run.space, STREAM_VERIFY)
-            return {**outcome, "answer": back.get(outcome["answer"]), "gold": item.answer}
-
-        def extra(outcome) -> dict:
-            valid = not (outcome["parse_failed"] or outcome["timeout"] or outcome.get("context_overflow"))
-            return {"checked_answer": note["initial_answer"], "step": step.number,
-                    "survives": bool(valid and outcome["answer"] == note["initial_answer"])}
-
-        record = await run.answer(STREAM_VERIFY, verify.REORDER, asked, prompt, seed=(STREAM_VERIFY,), judge=judge,
-                                  extra=extra, keep_same=True, experiment=STREAM)
-        if record.get("error"):
-            self.stopped = f"the verifier of step {step.number} ({item.id}): {record['error']}"
-            return None
-        return not record["survives"]
-
-    async def disable_test(self, step: Step, note: dict, now: int) -> bool:
-        """Verification by disabling: a step whose answer the feedback's label says is wrong is asked again with
-        each note it was shown left out (the others in order, K-1); a note whose removal makes it the label is
-        disabled. Both answers are logged (stage stream, and stream_disable with strategy without:NOTE); False
-        when a call failed."""
-        from critique.engine import agents
-        from critique.engine.strategies import STRATEGIES
-
-        run, item = self.run, step.item
-        for shown in step.shown:
-            rest = [e for e in step.shown if e["id"] != shown["id"]]
-            prompt = agents.performance_prompt(STRATEGIES[EP_CRIT].template, run.task, item, run.space, rest, None,
-                                               run.config.parts)
-            record = await run.answer(STREAM_DISABLE, f"without:{shown['id']}", item, prompt,
-                                      seed=(STREAM_DISABLE, shown["id"]), retrieved=[e["id"] for e in rest],
-                                      extra={"step": step.number}, keep_same=True, experiment=STREAM)
-            if record.get("error"):
-                self.stopped = f"the disabling test of step {step.number} ({item.id}): {record['error']}"
-                return False
-            if record["answer"] == note["label"] and self.notes.latest()[shown["id"]]["status"] != "disabled":
-                self.notes.change(shown["id"], status="disabled", step=now, feedback=str(self.feedback),
-                                  why=f"disabled: without it step {step.number} answers {note['label']}, the "
-                                      "feedback's label", evidence=item.id)
+            return await checks.demote(self, note, step, now)
         return True
 
     def revise(self, evidence: dict, step: Step, now: int) -> None:
@@ -320,9 +258,13 @@ class Stream:
             while due and due[0].number + self.feedback.delay <= number:
                 if not await self.write_back(due.pop(0), number):
                     break
+            if not self.stopped and self.advice and not await self.advice.refresh(number):
+                self.stopped = f"the refresh of the advice after step {number}: a summary call failed"
             if self.stopped:
                 break
         self.notes.save(run.out / rundir.MEMORY)
+        if self.advice:
+            self.advice.save()
         if self.stopped:
             print(f"critique: the stream stopped at {self.stopped}; rerun to resume from there", file=sys.stderr)
         elif due:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from critique.base.errors import UserError
-from critique.base.vocab import EP_CRIT, REORDER, STREAM, STREAM_CRITIQUE  # noqa: F401  (the stages, re-exported)
+from critique.base.vocab import EP_CRIT, EP_SEM_CRIT, REORDER, STREAM, STREAM_CRITIQUE  # noqa: F401  (re-exported)
 
 FEEDBACKS = ("gold", "noisy:R", "self", "none", "delayed:D")
 CONFLICTS = ("append", "revise")
@@ -57,11 +57,14 @@ def parse_feedback(text: str) -> Feedback:
 
 def stream_probe(feedback: str, order: int = 0, conflicts: str = "append", start: str = "train",
                  rank: str = "similarity", conflict_similarity: float = CONFLICT_SIMILARITY,
-                 demote: str | None = None, demote_count: int | None = None, disable: bool = False) -> dict:
+                 demote: str | None = None, demote_count: int | None = None, disable: bool = False,
+                 refresh_every: int | None = None) -> dict:
     """The manifest's ``probe`` of a stream (checked: UserError naming the bad option). ``demote``: reorder (each
     new note is checked by the reorder verifier before it is trusted; a flagged one is marked doubtful) or
     random (``demote_count`` new notes, chosen by a seeded rank of their items, are marked doubtful: the
-    verifier arm's budget-matched control). ``disable``: verification by disabling (labelled feedback only)."""
+    verifier arm's budget-matched control). ``disable``: verification by disabling (labelled feedback only).
+    ``refresh_every``: the stream keeps a semantic memory, refreshed every N steps, and answers with EP+SEM_CRIT
+    (critique.experiments.stream_advice)."""
     for option, value, names in (("--conflicts", conflicts, CONFLICTS), ("--start", start, STARTS),
                                  ("--rank", rank, RANKS), ("--demote", demote or REORDER, DEMOTE)):
         if value not in names:
@@ -85,12 +88,16 @@ def stream_probe(feedback: str, order: int = 0, conflicts: str = "append", start
         probe.update(demote=demote, demote_count=demote_count)
     if disable:
         probe["disable"] = True
+    if refresh_every is not None:
+        if refresh_every < 1:
+            raise UserError(f"--refresh-every must be at least 1 step, not {refresh_every}")
+        probe.update(refresh_every=int(refresh_every), strategy=EP_SEM_CRIT)
     return probe
 
 
 def stream_suffix(probe: dict) -> str:
     """The run directory's suffix: stream-<feedback>[-<start>][-<conflicts>][-rank-<rank>][-order-<seed>]
-    [-deinflate-<reorder|randomN>][-disable]."""
+    [-deinflate-<reorder|randomN>][-disable][-refresh-<N>]."""
     parts = ["stream", probe["feedback"].replace(":", "_")]
     parts += [probe["start"]] if probe["start"] != "train" else []
     parts += [probe["conflicts"]] if probe["conflicts"] != "append" else []
@@ -101,4 +108,5 @@ def stream_suffix(probe: dict) -> str:
     elif probe.get("demote"):
         parts += [f"deinflate-{probe['demote']}"]
     parts += ["disable"] if probe.get("disable") else []
+    parts += [f"refresh-{probe['refresh_every']}"] if probe.get("refresh_every") else []
     return "-".join(parts)

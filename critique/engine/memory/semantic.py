@@ -204,14 +204,23 @@ class Distiller:
                 tree.append(level)
         except TooSmall as exc:
             return Outcome(tree, [], str(exc), "")
-        failed = _failed(level)
-        if failed is not None:
-            return Outcome(tree, [], f"summary level {failed.level} chunk {failed.chunk}: {failed.error}",
-                           failed.request_hash or "")
-        root = level[0]
-        lines = [{"text": line, "source_ids": sources, "cited": cited}
-                 for line, sources, cited in zip(root.lines, root.line_sources, root.line_cited)]
-        return Outcome(tree, lines, None, root.request_hash or "")
+        return _finished(tree, "summary")
+
+    async def merge(self, lists: list[list[dict]]) -> Outcome:
+        """Advice lists ({text, source_ids, cited} lines, as ``distil`` gives them) merged into one, as the levels
+        above 0 merge (several calls, level by level, when one merge prompt cannot hold them all); each merged
+        line's sources as the merge gives them (``cite``: the lines it names; else every line's)."""
+        level = [Node(0, i, list(dict.fromkeys(s for line in lines for s in line["source_ids"])),
+                      lines=[line["text"] for line in lines], line_sources=[line["source_ids"] for line in lines],
+                      line_cited=[bool(line.get("cited")) for line in lines]) for i, lines in enumerate(lists)]
+        tree = [level]
+        try:
+            while not _failed(level) and len(level) > 1:
+                level = await self._merge_level(level)
+                tree.append(level)
+        except TooSmall as exc:
+            return Outcome(tree, [], str(exc), "")
+        return _finished(tree, "merge")
 
     async def _merge_level(self, below: list[Node]) -> list[Node]:
         number = below[0].level + 1
@@ -235,6 +244,19 @@ class Distiller:
             level.append(node)
         await asyncio.gather(*asks)
         return level
+
+
+def _finished(tree: list[list[Node]], what: str) -> Outcome:
+    """The outcome of a tree whose last level is one node (its lines, the advice), or whose first failed node
+    says why there is none."""
+    failed = _failed(tree[-1])
+    if failed is not None:
+        return Outcome(tree, [], f"{what} level {failed.level} chunk {failed.chunk}: {failed.error}",
+                       failed.request_hash or "")
+    root = tree[-1][0]
+    lines = [{"text": line, "source_ids": sources, "cited": cited}
+             for line, sources, cited in zip(root.lines, root.line_sources, root.line_cited)]
+    return Outcome(tree, lines, None, root.request_hash or "")
 
 
 def _failed(level: list[Node]) -> Node | None:

@@ -156,7 +156,7 @@ def analyse(args) -> Analysis:
     if any(m.get("probe") == "stream" for m in logs.runs):  # critique stream: the online tables
         from critique.analysis import online
 
-        result.tables.extend(online.tables([m["path"] for m in logs.runs if m.get("probe") == "stream"], problems))
+        result.tables.extend(online.tables([m for m in logs.runs if m.get("probe") == "stream"], problems))
     from critique.analysis.read import describe
 
     inputs["experiments"] = describe(logs.runs)

@@ -36,29 +36,40 @@ from critique.base import vocab
 
 KEY, WINDOWS_KEY, ARMS_KEY = "stream", "stream_windows", "stream_arms"
 ARMS_TITLE = "Online memory: the arms of one stream (which ends highest; de-inflation against its random control)"
-ARMS_COLUMNS = ["model", "dataset", "order", "arms", "highest", "accuracy", "deinflated", "random", "diff", "wins",
+ARMS_COLUMNS = ["model", "dataset", "order", "arms", "unfinished", "highest", "accuracy", "deinflated", "random", "diff", "wins",
                 "losses", "p", "demoted"]
 TITLE = "Online memory: each stream at its end (%, leniency and shares as fractions)"
 WINDOWS_TITLE = "Online memory over the stream: each window of steps (%, shares as fractions)"
 WINDOWS = 5
 STREAM_STAGE = vocab.STREAM
-LABEL = ["model", "dataset", "feedback", "start", "conflicts", "rank", "order", "demote", "refresh"]
-COLUMNS = [*LABEL, "steps", "accuracy", "ci_low",
-           "ci_high", "gain", "wins", "losses", "p", "written", "leniency", "leniency_low", "leniency_high",
-           "trusted_wrong", "kappa", "e0", "s", "attractor", "corrupted", "revised", "disabled", "demoted", "notes_end",
-           "prompt_tokens", "not_written"]
-WINDOW_COLUMNS = [*LABEL, "window", "steps",
-                  "accuracy", "ci_low", "ci_high", "written", "leniency", "trusted_wrong", "notes_end"]
-NOTE = ("refresh: every how many steps the stream's advice is refreshed (it answers with EP+SEM_CRIT), - when it "
-        "keeps none (EP_CRIT); accuracy over all steps with its 95% Wilson interval; gain: against the memory-off stream of the same "
-        "model, dataset and order (--feedback none --start empty), in points, with the exact McNemar p on the "
-        "items answered differently (wins, losses); written: notes the stream wrote; leniency P(r=1|U=0) of those "
-        "with its Wilson interval (E[b|U=0] is the same number: b = r when U = 0); trusted_wrong: share of the notes shown that were stored as "
-        "right but wrong; kappa, e0: slope and intercept of a step's error on the share of the trusted notes it was shown that are wrong (steps shown a trusted note); s: "
-        "P(r=1|U=1) of the notes written; attractor: the predicted share of wrong notes among trusted ones where "
-        "the write-back loop settles (MEMORY.md: p = e*l/(e*l+(1-e)*s), e = e0 + kappa*p), corrupted: the share "
-        "the stream's own trusted notes reached; revised, disabled: notes the conflict policy changed; demote: the de-inflation arm (reorder: the verifier marks the new notes it flags doubtful, random: as many chosen at random), demoted: how many (a doubtful note is not trusted); notes_end: "
-        "notes retrievable in the last step's pool; not_written: feedback still due when the stream ended")
+LABEL = ["model", "dataset", "feedback", "start", "conflicts", "similarity", "rank", "order", "demote", "refresh",
+         "disable"]
+COLUMNS = [*LABEL, "status", "steps", "of", "accuracy", "ci_low", "ci_high", "gain", "wins", "losses", "p", "written",
+           "leniency", "leniency_low", "leniency_high", "s", "trusted_wrong", "kappa", "kappa_within", "e0",
+           "attractor", "corrupted", "revised", "revised_right", "disabled", "demoted", "notes_end", "prompt_tokens",
+           "not_written"]
+WINDOW_COLUMNS = [*LABEL, "window", "steps", "accuracy", "ci_low", "ci_high", "written", "leniency", "trusted_wrong",
+                  "notes_end"]
+NOTE = ("similarity: with --conflicts revise, how similar a shown note must be to be revised; refresh: every how "
+        "many steps the stream's advice is refreshed (it answers with EP+SEM_CRIT), - when it keeps none (EP_CRIT); "
+        "disable: verification by disabling; status: the run's; steps: the steps answered (a step whose call failed "
+        "left out), of: the test questions; accuracy over the steps answered with its 95% Wilson interval; gain: "
+        "against the memory-off stream of the same model, dataset and order (--feedback none --start empty), in "
+        "points, with the exact McNemar p on the items answered differently (wins, losses); written: notes the "
+        "stream wrote; leniency: the share of wrong answers (U=0) written back trusted (stored as right and not "
+        "demoted; E[b|U=0] when nothing is demoted) with its Wilson interval, s: the same of right answers; "
+        "trusted_wrong: share of the notes shown that were trusted but wrong; kappa: slope of a step's error on the "
+        "share of the trusted notes it was shown that are wrong (steps shown a trusted note), kappa_within: the same "
+        "within the items the memory-off arm answered right and within those it answered wrong (the questions' "
+        "difficulty taken out), e0: the intercept of the slope the attractor uses (kappa_within when there is one, "
+        "else kappa); attractor: the predicted share of wrong notes among trusted ones where the write-back loop "
+        "settles (MEMORY.md: p = e*l/(e*l+(1-e)*s), e = e0 + kappa*p), corrupted: the share the stream's own "
+        "trusted notes reached; revised, disabled: notes the conflict policy or the disabling test changed, "
+        "revised_right: revised notes that now assert their own question's gold label (a near-duplicate's label "
+        "can differ); demote: the de-inflation arm (reorder: the verifier marks the new notes it flags doubtful, "
+        "random: as many chosen at random), demoted: how many (a doubtful note is not trusted); notes_end: notes "
+        "retrievable in the last step's pool; not_written: steps answered without a note (feedback still due at "
+        "the end, or a critique that did not parse)")
 
 
 def trusted_wrong_rate(p: float, e0: float, kappa: float, leniency: float, s: float) -> float | None:
@@ -71,10 +82,11 @@ def trusted_wrong_rate(p: float, e0: float, kappa: float, leniency: float, s: fl
 
 
 ARMS_NOTE = ("arms: streams of this model, dataset and order (feedback/start, +reorder: de-inflated by the reorder "
-             "verifier, +random: its budget-matched random control); highest: the arm(s) with the highest accuracy, "
-             "accuracy: theirs; deinflated, random: the two de-inflation arms' accuracy, diff: deinflated - random "
-             "in points with the exact McNemar p on the items they answered differently (wins, losses); demoted: "
-             "notes each demoted (verifier / random)")
+             "verifier, +random: its budget-matched random control); unfinished: arms that have not answered every "
+             "question, left out of the comparison; highest: the arm(s) with the highest accuracy, accuracy: theirs; deinflated, random: the two de-inflation arms' accuracy, diff: deinflated - random "
+             "in points with the exact McNemar p on the items they answered differently (wins, losses), against the "
+             "random control that demoted as many as the verifier did; demoted: notes each demoted (verifier / "
+             "random)")
 
 
 def attractor(e0: float, kappa: float, leniency: float, s: float, grid: int = 10_000) -> float | None:
@@ -110,14 +122,15 @@ def _share(values: list[bool]) -> float | None:
 
 
 def _leniency(notes: list[dict]) -> tuple:
-    """(leniency, its Wilson interval's ends, s) of notes with a known verdict and truth (E[b|U=0] is the
-    leniency itself: b = r when U = 0)."""
+    """(leniency, its Wilson interval's ends, s) of notes with a known verdict and truth: the share of the wrong
+    (U = 0) and of the right (U = 1) answers written back trusted (stored as right and not demoted; with nothing
+    demoted the leniency is E[b | U=0] itself, b = r when U = 0)."""
     u0 = [n for n in notes if n["truth"] == 0 and n["verdict"] is not None]
     u1 = [n for n in notes if n["truth"] == 1 and n["verdict"] is not None]
-    lenient = sum(n["verdict"] for n in u0)
+    lenient = sum(_trusted(n) for n in u0)
     low, high = wilson(lenient, len(u0))
     leniency = lenient / len(u0) if u0 else None
-    return leniency, low, high, _share([n["verdict"] == 1 for n in u1])
+    return leniency, low, high, _share([_trusted(n) for n in u1])
 
 
 def _shown(step: dict, versions: dict[str, dict]) -> list[dict]:
@@ -140,24 +153,50 @@ def _corruption(shown: list[dict]) -> float | None:
     return sum(v["truth"] == 0 for v in trusted) / len(trusted) if trusted else None
 
 
-def _contamination(steps: list[dict], versions: dict[str, dict]) -> tuple[float | None, float | None]:
+def _contamination(steps: list[dict], versions: dict[str, dict],
+                   strata: dict[tuple, bool] | None = None) -> tuple[float | None, float | None]:
     """(kappa, e0): slope and intercept of a step's error on the share of the trusted notes it was shown that
-    are wrong (steps shown no trusted note left out): the loop's e = e0 + kappa*p."""
-    points = []
+    are wrong (steps shown no trusted note left out): the loop's e = e0 + kappa*p. ``strata``: item -> whether
+    the memory-off arm answered it right; the slope is then the within-stratum one (hard questions retrieve
+    wrong notes and fail anyway: that is not contamination), and e0 the intercept through the means."""
+    groups: dict[object, list[tuple[float, float]]] = {}
     for step in steps:
         share = _corruption(_shown(step, versions))
         if share is not None:
-            points.append((share, float(step.get("correct") is not True)))
-    kappa = slope_of([_sums(points)]) if points else None
+            key = (step.get("user"), step.get("item_id"))
+            stratum = strata.get(key) if strata is not None else None
+            groups.setdefault(stratum, []).append((share, float(step.get("correct") is not True)))
+    if strata is not None:
+        groups.pop(None, None)  # an item the memory-off arm did not answer
+    points = [p for group in groups.values() for p in group]
+    if not points:
+        return None, None
+    kappa = slope_of([_sums(points)]) if strata is None else _within(list(groups.values()))
     if kappa is None:
         return None, None
     mean_x, mean_y = (sum(p[i] for p in points) / len(points) for i in (0, 1))
     return kappa, mean_y - kappa * mean_x
 
 
+def _within(groups: list[list[tuple[float, float]]]) -> float | None:
+    """The within-group least-squares slope (each group's own means taken out); None when x never varies."""
+    sxx = sxy = 0.0
+    for points in groups:
+        n, sx, sy, sxx_g, sxy_g = _sums(points)
+        if n:
+            sxx += sxx_g - sx * sx / n
+            sxy += sxy_g - sx * sy / n
+    return None if sxx <= 1e-12 else sxy / sxx
+
+
 # ---- one stream ---------------------------------------------------------------------------------
-def _stream(path: Path, problems: list[str]) -> dict | None:
-    """A stream run's manifest probe, steps (in order) and note versions; None when it is not a stream."""
+def _stream(meta: dict, problems: list[str]) -> dict | None:
+    """A stream run's label (its model as the tables show it, with the variant that keeps other settings apart,
+    and its stream options), steps answered (in order; a step whose call failed is left out) and note
+    versions; None when it is not a stream."""
+    from critique.analysis.read import model_label
+
+    path = Path(meta["path"])
     try:
         manifest = logs.manifest(path)
     except (OSError, ValueError) as exc:
@@ -166,22 +205,28 @@ def _stream(path: Path, problems: list[str]) -> dict | None:
     probe = manifest.get("probe") or {}
     if probe.get("name") != STREAM_STAGE:
         return None
-    steps = sorted(logs.predictions(path, (STREAM_STAGE,), problems), key=lambda r: r.get("step", 0))
-    versions = logs.records(path, logs.NOTES, problems)
-    label = {"model": (manifest.get("config") or {}).get("model"),
-             "dataset": (manifest.get("dataset") or {}).get("name"),
+    found = logs.predictions(path, (STREAM_STAGE,), problems)
+    steps = sorted((r for r in found if not r.get("error")), key=lambda r: r.get("step", 0))
+    if len(steps) < len(found):
+        problems.append(f"{path}: {len(found) - len(steps)} steps ended in an error (the stream stopped there; "
+                        "rerun it): left out of the online tables")
+    label = {"model": model_label(meta), "dataset": (manifest.get("dataset") or {}).get("name"),
              **{k: probe.get(k) for k in ("feedback", "start", "conflicts", "rank", "order", "demote")},
-             "refresh": probe.get("refresh_every")}
-    return {"path": Path(path), "label": label, "steps": steps, "versions": versions,
-            "n_test": (manifest.get("dataset") or {}).get("n_test")}
+             "refresh": probe.get("refresh_every"), "disable": bool(probe.get("disable")),
+             "similarity": probe.get("conflict_similarity") if probe.get("conflicts") == "revise" else None}
+    return {"path": path, "label": label, "steps": steps, "versions": logs.records(path, logs.NOTES, problems),
+            "n_test": (manifest.get("dataset") or {}).get("n_test"), "status": manifest.get("status"),
+            "demote_count": probe.get("demote_count")}
 
 
 def _written(stream: dict, latest: bool) -> list[dict]:
-    """The notes the stream wrote (not the train memory's): as first written, or their latest versions."""
+    """The notes the stream wrote (not the train memory's): as the write-back left them (the last version of the
+    step that wrote it: after a de-inflation arm's demotion), or their latest versions."""
     mine = [v for v in stream["versions"] if v["note"].startswith(STREAM_STAGE + ":")]
-    if not latest:
-        return [v for v in mine if v["version"] == 1]
-    return list({v["note"]: v for v in mine}.values())
+    if latest:
+        return list({v["note"]: v for v in mine}.values())
+    first = {v["note"]: v["step"] for v in mine if v["version"] == 1}
+    return list({v["note"]: v for v in mine if v["step"] == first.get(v["note"])}.values())
 
 
 def _by_version(stream: dict) -> dict[str, dict]:
@@ -211,37 +256,44 @@ def _mean(values: list) -> float | None:
 
 
 def summary(stream: dict, off: dict | None) -> dict:
-    """The stream's row of the online table."""
+    """The stream's row of the online table (``off``: the memory-off arm of its model, dataset and order)."""
     steps, versions = stream["steps"], _by_version(stream)
     accuracy, low, high = _accuracy(steps)
     leniency, len_low, len_high, s = _leniency(_written(stream, latest=False))
     shown = [v for step in steps for v in _shown(step, versions)]
     kappa, e0 = _contamination(steps, versions)
-    trusted = [v for v in _written(stream, latest=True) if _trusted(v) and v["truth"] is not None]
+    strata = None if off is None or off is stream else \
+        {(r.get("user"), r.get("item_id")): r.get("correct") is True for r in off["steps"]}
+    within, e0_within = _contamination(steps, versions, strata) if strata else (None, None)
+    slope, intercept = (within, e0_within) if within is not None else (kappa, e0)
     predicted = None
-    if None not in (kappa, e0, leniency, s):
-        predicted = attractor(min(1.0, max(0.0, e0)), kappa, leniency, s)
+    if None not in (slope, intercept, leniency, s):
+        predicted = attractor(min(1.0, max(0.0, intercept)), slope, leniency, s)
+    trusted = [v for v in _written(stream, latest=True) if _trusted(v) and v["truth"] is not None]
     latest = list({v["note"]: v for v in stream["versions"]}.values())
-    return {**stream["label"], "steps": len(steps), "accuracy": accuracy, "ci_low": low, "ci_high": high,
-            **_gain(stream, off), "written": len(_written(stream, latest=False)), "leniency": leniency,
-            "leniency_low": len_low, "leniency_high": len_high,
-            "trusted_wrong": _share([_trusted_wrong(v) for v in shown]), "kappa": kappa, "e0": e0, "s": s,
-            "attractor": predicted, "corrupted": _share([v["truth"] == 0 for v in trusted]),
-            "revised": sum(v["status"] == "revised" for v in latest),
+    revised = [v for v in latest if v["status"] == "revised"]
+    return {**stream["label"], "status": stream.get("status"), "steps": len(steps), "of": stream.get("n_test"),
+            "accuracy": accuracy, "ci_low": low, "ci_high": high, **_gain(stream, off),
+            "written": len(_written(stream, latest=False)), "leniency": leniency, "leniency_low": len_low,
+            "leniency_high": len_high, "trusted_wrong": _share([_trusted_wrong(v) for v in shown]), "kappa": kappa,
+            "kappa_within": within, "e0": intercept, "s": s, "attractor": predicted,
+            "corrupted": _share([v["truth"] == 0 for v in trusted]), "revised": len(revised),
+            "revised_right": sum(v["entry"].get("asserted") == v["entry"].get("gold") for v in revised),
             "disabled": sum(v["status"] == "disabled" for v in latest),
-            "demoted": sum(v.get("why", "").startswith("demoted") for v in stream["versions"]),
+            "demoted": _demoted(stream),
             "notes_end": steps[-1].get("memory_notes") if steps else None,
             "prompt_tokens": _mean([s.get("prompt_tokens") for s in steps]),
             "not_written": _not_written(stream)}
 
 
-def _not_written(stream: dict) -> int | None:
-    """Steps whose feedback never arrived: the last D of a delayed:D stream (feedback none writes nothing by
-    design: 0)."""
-    feedback = str(stream["label"].get("feedback") or "")
-    if feedback == "none" or not stream["steps"]:
+def _not_written(stream: dict) -> int:
+    """Steps answered whose episode has no note (feedback still due at the end of a delayed stream, or a
+    critique that did not parse); 0 for --feedback none, which writes nothing by design."""
+    if stream["label"].get("feedback") == "none":
         return 0
-    return min(int(feedback.split(":", 1)[1]), len(stream["steps"])) if feedback.startswith("delayed:") else 0
+    noted = {(v.get("entry") or {}).get("item_id", v["note"].split(":", 1)[1]) for v in stream["versions"]
+             if v["note"].startswith(STREAM_STAGE + ":")}
+    return sum(step.get("item_id") not in noted for step in stream["steps"])
 
 
 def windows(stream: dict) -> list[dict]:
@@ -270,31 +322,39 @@ def _arm(label: dict) -> str:
     return name + (f"+{label['demote']}" if label.get("demote") else "")
 
 
+def _demoted(stream: dict) -> int:
+    return sum(v.get("why", "").startswith("demoted") for v in stream["versions"])
+
+
 def arms(streams: list[dict]) -> list[dict]:
     """Per model, dataset and order with at least two arms (the same conflict policy, ranking and refresh): the
-    arm that ends highest, and the reorder de-inflation arm against its random control (the same feedback and
-    start), paired item by item (exact McNemar)."""
+    arm that ends highest among those that answered every question (``unfinished``: the others), and the reorder
+    de-inflation arm against the random control of its budget (the count it demoted), paired item by item
+    (exact McNemar)."""
     groups: dict[tuple, list[dict]] = {}
     for one in streams:
         label = one["label"]
-        key = (label["model"], label["dataset"], label["order"], label["conflicts"], label["rank"], label["refresh"])
+        key = (label["model"], label["dataset"], label["order"], label["conflicts"], label["rank"], label["refresh"],
+               label["disable"])
         groups.setdefault(key, []).append(one)
     rows = []
     for (model, dataset, order, *_), group in groups.items():
         if len(group) < 2:
             continue
-        final = {_arm(g["label"]): _accuracy(g["steps"])[0] for g in group}
-        best = max(v for v in final.values() if v is not None)
-        verifier = next((g for g in group if g["label"].get("demote") == "reorder"), None)
-        control = next((g for g in group if g["label"].get("demote") == "random"), None)
+        done = [g for g in group if len(g["steps"]) == g["n_test"]]
+        final = {_arm(g["label"]): _accuracy(g["steps"])[0] for g in done}
+        best = max((v for v in final.values() if v is not None), default=None)
+        verifier = next((g for g in done if g["label"].get("demote") == "reorder"), None)
+        control = next((g for g in done if g["label"].get("demote") == "random"
+                        and verifier is not None and g["demote_count"] == _demoted(verifier)), None)
         paired = _gain(verifier, control) if verifier and control else _gain(group[0], None)
         rows.append({"model": model, "dataset": dataset, "order": order, "arms": len(group),
-                     "highest": ", ".join(sorted(a for a, v in final.items() if v == best)), "accuracy": best,
-                     "deinflated": _accuracy(verifier["steps"])[0] if verifier else None,
+                     "unfinished": ", ".join(sorted(_arm(g["label"]) for g in group if g not in done)) or None,
+                     "highest": ", ".join(sorted(a for a, v in final.items() if v == best)) or None,
+                     "accuracy": best, "deinflated": _accuracy(verifier["steps"])[0] if verifier else None,
                      "random": _accuracy(control["steps"])[0] if control else None,
                      "diff": paired["gain"], "wins": paired["wins"], "losses": paired["losses"], "p": paired["p"],
-                     "demoted": (f"{summary(verifier, None)['demoted']} / {summary(control, None)['demoted']}"
-                                 if verifier and control else None)})
+                     "demoted": f"{_demoted(verifier)} / {_demoted(control)}" if verifier and control else None})
     return rows
 
 
@@ -305,22 +365,19 @@ def _memory_off(streams: list[dict], stream: dict) -> dict | None:
                  and all(o["label"][k] == stream["label"][k] for k in same)), None)
 
 
-def read(paths: list, problems: list[str]) -> list[dict]:
-    return [s for s in (_stream(Path(p), problems) for p in paths) if s is not None]
-
-
-def tables(paths: list, problems: list[str]) -> list[Table]:
-    """The online table and its windows (`critique tables`): skipped without a stream among the inputs."""
-    streams = read(paths, problems)
+def tables(metas: list[dict], problems: list[str]) -> list[Table]:
+    """The online table, the arms' comparison and the windows (`critique tables`; ``metas``: the runs read, as
+    critique.analysis.read gives them): skipped without a stream among them."""
+    streams = [one for one in (_stream(meta, problems) for meta in metas) if one is not None]
     if not streams:
         why = "no stream among the inputs (critique stream)"
         return [Table(KEY, TITLE, skipped=why), Table(WINDOWS_KEY, WINDOWS_TITLE, skipped=why)]
-    rows = [summary(s, _memory_off(streams, s)) for s in streams]
+    rows = [summary(one, _memory_off(streams, one)) for one in streams]
     compared = arms(streams)
     return [Table(KEY, TITLE, COLUMNS, rows, note=NOTE),
             Table(ARMS_KEY, ARMS_TITLE, ARMS_COLUMNS, compared, note=ARMS_NOTE) if compared else
             Table(ARMS_KEY, ARMS_TITLE, skipped="no two arms of one stream (critique stream --arms)"),
-            Table(WINDOWS_KEY, WINDOWS_TITLE, WINDOW_COLUMNS, [r for s in streams for r in windows(s)],
+            Table(WINDOWS_KEY, WINDOWS_TITLE, WINDOW_COLUMNS, [r for one in streams for r in windows(one)],
                   note=f"the steps in {WINDOWS} equal windows; written: notes written in the window; leniency: "
                        "theirs; trusted_wrong: share of the notes shown in the window stored as right but wrong; "
                        "notes_end: notes retrievable in the pool of the window's last step")]
@@ -330,12 +387,14 @@ def text(paths: list) -> str:
     """The online tables of ``paths`` as markdown (what `critique stream` prints)."""
     from critique.analysis.render import markdown_table
 
-    problems: list[str] = []
+    from critique.analysis import read
+
+    metas, errors, problems = read.found([str(p) for p in paths])
     out = []
-    found = tables(paths, problems)
+    found = tables(metas, problems)
     if found[0].skipped:
         return f"no online numbers: {found[0].skipped}"
     for table in found:
         if not table.skipped:
             out += [f"\n{table.title}\n", markdown_table(table), "", f"_{table.note}._"]
-    return "\n".join(out + problems)
+    return "\n".join(out + errors + problems)

@@ -180,3 +180,13 @@ def test_learn_is_one_online_step_that_writes_the_episode_back(home, fake_llm):
     assert lr.learn(NEW[0], "no").answer == first.answer and fake_llm.CALLS == []
     with pytest.raises(ValueError, match="feedback must be a label"):
         lr.learn(NEW[0], "maybe")
+
+
+def test_learning_a_question_again_with_other_feedback_writes_a_new_version(home, fake_llm):
+    out = home / "run"
+    lr = learner(out).fit(TRAIN)
+    lr.learn(NEW[0], "no")
+    lr.learn(NEW[0], "yes")
+    history = [v for v in rundir.read_jsonl(out / "memory" / "notes.jsonl") if v["note"].startswith("stream:")]
+    assert [(v["version"], v["status"], v["entry"]["label"]) for v in history] == [(1, "active", "no"),
+                                                                                   (2, "revised", "yes")]

@@ -66,3 +66,34 @@ def test_a_stronger_contamination_settles_higher():
     low = online.summary(synthetic_stream(0.3, 0.0, 0.6, 0.9), None)
     high = online.summary(synthetic_stream(0.3, 0.5, 0.6, 0.9), None)
     assert high["attractor"] > low["attractor"] + 0.03 and high["corrupted"] > low["corrupted"] + 0.03
+
+
+def confounded_stream(steps=3000, seed=1) -> tuple[dict, dict]:
+    """(stream, memory-off arm) where hard questions retrieve more wrong-but-trusted notes and fail more, but a
+    step's error does not depend on what it is shown: only the question's difficulty matters."""
+    rng = random.Random(seed)
+    versions, records, off = [], [], []
+    for step in range(steps):
+        hard = rng.random() < 0.5
+        shown = []
+        for j in range(5):
+            wrong = rng.random() < (0.7 if hard else 0.1)
+            versions.append({"note": f"n{step}-{j}", "version": 1, "status": "active", "step": None,
+                             "verdict": 1, "truth": 0 if wrong else 1})
+            shown.append(f"n{step}-{j}@1")
+        right = rng.random() >= (0.9 if hard else 0.1)
+        records.append({"step": step, "correct": right, "user": None, "item_id": f"i{step}", "prompt_tokens": 10,
+                        "memory_notes": 5, "retrieved_versions": shown})
+        off.append({"step": step, "correct": not hard, "user": None, "item_id": f"i{step}"})
+    label = {"model": "m", "dataset": "d", "feedback": "self", "start": "train", "conflicts": "append",
+             "rank": "similarity", "order": 0}
+    return ({"label": label, "steps": records, "versions": versions},
+            {"label": {**label, "feedback": "none", "start": "empty"}, "steps": off, "versions": []})
+
+
+def test_the_slope_within_the_memory_off_arms_strata_takes_the_questions_difficulty_out():
+    stream, off = confounded_stream()
+    row = online.summary(stream, off)
+    assert row["kappa"] > 0.5  # pooled: wrong notes go with hard questions
+    assert abs(row["kappa_within"]) < 0.1  # within difficulty: what is shown does not matter
+    assert online.summary(stream, None)["kappa_within"] is None

@@ -3,6 +3,7 @@ critique.experiments.stream), and `critique memory history RUN NOTE`: every vers
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from critique.cli.options import add_run_options
@@ -24,7 +25,7 @@ def register(sub) -> None:
                         "or delayed:D (gold feedback D steps later)")
     p.add_argument("--arms", action="store_true",
                    help="run the arms of a comparison on the same stream, one run directory each (under --out, "
-                        "default runs/): " + "; ".join(f"{name} (--feedback {f} --start {s}"
+                        "default runs/; the arms set --feedback, --start and --demote): " + "; ".join(f"{name} (--feedback {f} --start {s}"
                                                         + (f" --demote {d})" if d else ")")
                                                         for name, f, s, d in stream.ARMS))
     p.add_argument("--demote", choices=stream.DEMOTE,
@@ -69,27 +70,32 @@ def main(args) -> int:
     if bool(args.arms) == bool(args.feedback):
         raise UserError("give --feedback F for one stream, or --arms for the arms of a comparison")
     config = probes.probe_config(config_from_args(args, strategies="zero_shot"), {"name": stream_spec.STREAM})
-    if args.arms and (args.demote or args.disable_test or args.refresh_every):
+    if args.arms and (args.demote or args.demote_count is not None or args.disable_test or args.refresh_every):
         raise UserError("--arms sets the arms itself: give --demote, --disable-test and --refresh-every to one "
                         "stream")
     arms = stream_spec.ARMS if args.arms else [(None, args.feedback, args.start, args.demote)]
     outs: list[Path] = []
-    for _, feedback, start, demote in arms:
+    for name, feedback, start, demote in arms:
         count = args.demote_count
         if args.arms and demote == stream_spec.RANDOM:
             count = demoted(outs[-1])  # the verifier arm's budget
         probe = stream_spec.stream_probe(feedback, args.order, args.conflicts, start, args.rank,
                                          args.conflict_similarity, demote, count, args.disable_test,
                                          args.refresh_every)
-        outs.append(_one(args, config, probe))
+        out, finished = _one(args, config, probe)
+        outs.append(out)
+        if not finished:  # a later arm would compare with an unfinished one (the random control's budget)
+            what = f"the arm {name!r}" if name else "the stream"
+            print(f"critique: {what} did not finish ({out}); rerun the same command to go on", file=sys.stderr)
+            break
     from critique.analysis import online
 
     print(online.text(outs))
-    return report_errors(outs)
+    return max(report_errors(outs), 0 if finished else 1)
 
 
-def _one(args, config, probe: dict) -> Path:
-    """One stream's run directory, run to its end (or to a failed call)."""
+def _one(args, config, probe: dict) -> tuple[Path, bool]:
+    """One stream's run directory, run to its end (or to a failed call); whether it ended without an error."""
     from critique.base.cost import print_cost
     from critique.datasets.registry import resolve
     from critique.experiments import reuse, stream, stream_spec
@@ -102,13 +108,14 @@ def _one(args, config, probe: dict) -> Path:
                                 exclude=out)
 
     def say_cost(run) -> None:
-        print_cost(stream.cost(run), "the train stage still to do, then per question still to answer its answer "
-                   "and its feedback's critique; fewer when a matching run or the response cache answers some", out)
+        print_cost(stream.cost(run), "the train stage still to do, then per question still to answer its answer, "
+                   "its feedback's critique and the checks asked for (not a refresh's summaries); fewer when a "
+                   "matching run or the response cache answers some", out)
 
     outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=stream.stream, setup=say_cost,
                              progress=not args.quiet)
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
-    return out
+    return out, outcome.errors is None
 
 
 def demoted(run: Path) -> int:

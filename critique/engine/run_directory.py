@@ -32,6 +32,7 @@ class RunDirectory:
         self.logged: dict[str, dict] = {}  # request hash -> the call record that answered it
         self.predictions: dict[tuple, dict] = {}  # pkey -> its prediction record without error
         self.failed_calls: set[str] = set()
+        self.calls_failed_now = 0  # calls of this process that ended in an error (a repeat failure counts again)
         self.failed_predictions: set[tuple] = set()
 
     def open(self) -> None:
@@ -148,6 +149,7 @@ class RunDirectory:
             self.failed_calls.discard(key)
         else:
             self.failed_calls.add(key)
+            self.calls_failed_now += 1
 
     def note_prediction(self, key: tuple, error: str | None) -> None:
         """The prediction ``key`` was recorded, with ``error`` or without."""

@@ -87,9 +87,10 @@ class Ranked:
 
 
 def _stored_right(entry: dict) -> int:
+    """1 when the note is trusted: stored as right and not marked doubtful (a de-inflation arm's demotion)."""
     from critique.engine.memory.notes import verdict
 
-    return int(verdict(entry) == 1)
+    return int(verdict(entry) == 1 and not entry.get("doubtful"))
 
 
 @dataclass
@@ -113,6 +114,7 @@ class Stream:
         test = run.dataset.test
         self.flipped = critic.flipped_ids(test, self.feedback.rate, run.config.seed) if self.feedback.rate else set()
         self.stopped: str | None = None
+        self.unchecked = 0  # new notes the reorder verifier could not check (their options are not lines)
         self.random_picks = _random_picks(test, self.probe, run.config.seed)
         self.advice = None
         if self.probe.get("refresh_every"):
@@ -126,18 +128,25 @@ class Stream:
         train memory) as notes; their vectors (the saved notes' questions encoded again)."""
         self.notes = Notes.load(self.run.out / rundir.MEMORY, self.notes.dataset)
         train = dict(zip((e["id"] for e in memory.entries), memory.vectors()))
-        if not self.notes.versions:
+        fresh = not self.notes.versions
+        if fresh:
             for entry in memory.entries:
                 self.notes.add(entry, step=None, feedback="train", why="the train memory")
+        self.notes.attach(self.run.out / rundir.MEMORY, fresh)
         missing = [v for v in self.notes.latest().values() if v["note"] not in train]
         encoded = self.run.encoder.encode([v["entry"]["question"] for v in missing]) if missing else []
         self.vectors = {**train, **{v["note"]: vector for v, vector in zip(missing, encoded)}}
 
     async def start(self) -> None:
-        """The train memory as notes (``--start train``), or none."""
+        """The train memory as notes (``--start train``), or none; a call of the train stage that failed stops the
+        stream before its first step (its memory would lack that entry)."""
         if self.probe["start"] != "train":
             return
+        failed = self.run.calls_failed_now
         await self.run.train_stage((TRAIN, CRITIQUE, SUMMARY) if self.advice else (TRAIN, CRITIQUE))
+        if self.run.calls_failed_now > failed or any(key[0] == TRAIN for key in self.run.failed_predictions):
+            self.stopped = "the train stage: a call failed (calls.jsonl, predictions.jsonl)"
+            return
         if self.advice:
             self.advice.start(self.run.semantic)
         memory = self.run.memory
@@ -196,16 +205,22 @@ class Stream:
         notes it contradicts revised); ``seen``: what the critic is shown of the label (default: as the feedback
         mode says); False when a call failed (the stream stops there)."""
         run = self.run
-        failed = len(run.failed_calls)
+        failed = run.calls_failed_now
         seen = seen or self.shown_label(step.item)
         entry, keep = await critic.critique_item(run, step.item, seen, answer=step.answer, stage=STREAM_CRITIQUE)
-        if len(run.failed_calls) > failed:
+        if run.calls_failed_now > failed:
             self.stopped = f"the feedback on step {step.number} ({step.item.id}): its critique call failed"
             return False
         if entry is None or not keep:
             return True  # no critique parsed (or --on-mismatch drop left it out): nothing to write
         note = {**entry, "id": f"{STREAM}:{entry['id']}"}
-        self.notes.add(note, step=now, feedback=str(self.feedback), why=f"feedback on step {step.number}")
+        if self.notes.holds(note):  # a Learner's question learned again, the same way: nothing new
+            return True
+        if note["id"] in self.notes.latest():  # learned again with other feedback: a new version
+            self.notes.change(note["id"], status="revised", step=now, feedback=str(self.feedback), entry=note,
+                              why=f"feedback on step {step.number}, on a question learned before", evidence=step.item.id)
+        else:
+            self.notes.add(note, step=now, feedback=str(self.feedback), why=f"feedback on step {step.number}")
         if self.advice:
             self.advice.written(pool_of(note.get("user")), note)
         self.vectors[note["id"]] = self.question_vectors[entry_id(step.item)]
@@ -245,6 +260,11 @@ class Stream:
     async def run_all(self) -> None:
         run = self.run
         await self.start()
+        if self.stopped:
+            print(f"critique: the stream did not start: {self.stopped}; rerun to retry", file=sys.stderr)
+            return
+        (run.out / rundir.MEMORY).mkdir(exist_ok=True)
+        self.notes.attach(run.out / rundir.MEMORY, fresh=True)  # written as the stream goes
         order = sequence(run.dataset.test, self.probe["order"])
         encoded = run.encoder.encode([i.question for i in order])
         self.question_vectors = {entry_id(i): v for i, v in zip(order, encoded)}
@@ -270,6 +290,9 @@ class Stream:
         elif due:
             print(f"critique: feedback on the last {len(due)} steps was still due when the stream ended "
                   f"({self.feedback}): not written", file=sys.stderr)
+        if self.unchecked:
+            print(f"critique: warning: the reorder verifier could not check {self.unchecked} new notes (their "
+                  "question's options are not lines of it): they were trusted as written", file=sys.stderr)
 
 
 async def learn(run, memory: EpisodicMemory, item, feedback: str | None, judge) -> dict:
@@ -310,9 +333,16 @@ async def stream(run) -> None:
 
 
 def cost(run) -> int:
-    """Calls at most: the train stage's (with --start train), and per test question still to answer, its
-    answer and its feedback's critique (none with --feedback none)."""
-    feedback = parse_feedback(run.probe["feedback"])
-    todo = [i for i in run.dataset.test if pkey(STREAM, EP_CRIT, i.user, i.id) not in run.predictions]
+    """Calls at most: the train stage's still to do (with --start train), and per test question still to answer
+    its answer, its feedback's critique (none with --feedback none; a recritique more with --on-mismatch
+    recritique), the reorder verifier's check (--demote reorder) and K answers without one note each
+    (--disable-test); a refresh's summary calls are not counted (--refresh-every)."""
+    probe, feedback = run.probe, parse_feedback(run.probe["feedback"])
+    todo = [i for i in run.dataset.test if pkey(STREAM, probe["strategy"], i.user, i.id) not in run.predictions]
     train = [i for i in run.dataset.train if pkey(TRAIN, None, i.user, i.id) not in run.predictions]
-    return (2 * len(train) if run.probe["start"] == "train" else 0) + len(todo) * (1 if feedback.mode == "none" else 2)
+    per_step = 1
+    if feedback.mode != "none":
+        per_step += 2 if run.config.on_mismatch == "recritique" else 1
+        per_step += 1 if probe.get("demote") == "reorder" else 0
+        per_step += run.config.k if probe.get("disable") else 0
+    return (2 * len(train) if probe["start"] == "train" else 0) + len(todo) * per_step

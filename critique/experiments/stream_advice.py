@@ -56,7 +56,7 @@ class Advice:
         if (step + 1) % self.every or not self.new:
             return True
         run = self.run
-        failed = len(run.failed_calls)
+        failed = run.calls_failed_now
         window = run.llm.context_window
         budget = context.summary_budget(window, run.config.max_tokens) if window else None
         record = {"step": step, "pools": {}}
@@ -75,7 +75,7 @@ class Advice:
                 self.lines[pool] = done.lines
             record["pools"][pool] = {"lines": self.lines.get(pool, []), "error": done.error,
                                      "new_notes": [e["id"] for e in entries]}
-            if len(run.failed_calls) > failed:
+            if run.calls_failed_now > failed:
                 return False
         self.new = {}
         self.history.append(record)

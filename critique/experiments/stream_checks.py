@@ -39,6 +39,7 @@ async def check(stream, note: dict, step) -> bool | None:
     run, item = stream.run, step.item
     shown = verify.reordered(item.question, run.space)
     if shown is None:
+        stream.unchecked += 1
         return None
     question, back = shown
     forward = {original: label for label, original in back.items()}

@@ -12,8 +12,10 @@ Each version also records for the analysis (never shown in a prompt): the step t
 train memory), the feedback mode, the verdict it stores (r: 1 when its critique calls the answer right)
 and the truth (U: 1 when the answer was right).
 
-The store is written as one JSON line per version to memory/notes.jsonl (atomically, in the order written; the
-fields: critique.base.records.NOTE).
+The store is memory/notes.jsonl, one JSON line per version in the order written (the fields:
+critique.base.records.NOTE): a store ``attach``-ed to its folder appends each version as it is written, so the
+file holds the notes as they stand while a stream runs (a stream replayed after a kill starts the file afresh
+and writes the same versions again).
 """
 
 from __future__ import annotations
@@ -48,6 +50,14 @@ def truth(entry: dict) -> int | None:
 class Notes:
     dataset: str
     versions: list[dict] = field(default_factory=list)  # every version written, in order
+    path: Path | None = None  # where each new version is appended (attach)
+
+    def attach(self, folder: Path, fresh: bool) -> None:
+        """Append each version written from now on to folder/FILE; ``fresh``: start the file with the versions
+        held now (a stream starting or replaying), else it holds them already (a Learner's store)."""
+        self.path = folder / FILE
+        if fresh:
+            rundir.write_jsonl_atomic(self.path, self.versions)
 
     def latest(self) -> dict[str, dict]:
         """Note id -> its latest version."""
@@ -61,7 +71,10 @@ class Notes:
         return [v for v in self.versions if v["note"] == note]
 
     def add(self, entry: dict, *, step: int | None, feedback: str, why: str) -> dict:
-        """A new note (version 1) holding ``entry``; its id is the entry's."""
+        """A new note (version 1) holding ``entry``; its id is the entry's (ValueError when that note exists:
+        a change is a new version, ``change``)."""
+        if any(v["note"] == entry["id"] for v in self.versions):
+            raise ValueError(f"note {entry['id']!r} exists: a change is a new version of it")
         return self._write(entry["id"], 1, None, "active", entry, [entry["item_id"]], CONFIDENCE, step, feedback, why)
 
     def change(self, note: str, *, status: str, step: int, feedback: str, why: str, evidence: str,
@@ -82,10 +95,17 @@ class Notes:
                               step=step, feedback=feedback, verdict=verdict(entry), truth=truth(entry), why=why,
                               entry=entry)
         self.versions.append(record)
+        if self.path is not None:
+            rundir.append_jsonl(self.path, record)
         return record
 
     def save(self, folder: Path) -> None:
         rundir.write_jsonl_atomic(folder / FILE, self.versions)
+
+    def holds(self, entry: dict) -> bool:
+        """The latest version of the note of ``entry``'s id holds this very entry."""
+        latest = self.latest().get(entry["id"])
+        return latest is not None and latest["entry"] == entry
 
     @classmethod
     def load(cls, folder: Path, dataset: str) -> "Notes":

@@ -42,6 +42,8 @@ TITLE = "Online memory: each stream at its end (%, leniency and shares as fracti
 WINDOWS_TITLE = "Online memory over the stream: each window of steps (%, shares as fractions)"
 WINDOWS = 5
 STREAM_STAGE = vocab.STREAM
+FRACTIONS = {c: ".3f" for c in ("leniency", "leniency_low", "leniency_high", "s", "trusted_wrong", "kappa",
+                                "kappa_within", "e0", "attractor", "corrupted")}  # shown to three decimals
 LABEL = ["model", "dataset", "feedback", "start", "conflicts", "similarity", "rank", "order", "demote", "refresh",
          "disable"]
 COLUMNS = [*LABEL, "status", "steps", "of", "accuracy", "ci_low", "ci_high", "gain", "wins", "losses", "p", "written",
@@ -374,10 +376,11 @@ def tables(metas: list[dict], problems: list[str]) -> list[Table]:
         return [Table(KEY, TITLE, skipped=why), Table(WINDOWS_KEY, WINDOWS_TITLE, skipped=why)]
     rows = [summary(one, _memory_off(streams, one)) for one in streams]
     compared = arms(streams)
-    return [Table(KEY, TITLE, COLUMNS, rows, note=NOTE),
+    return [Table(KEY, TITLE, COLUMNS, rows, note=NOTE, formats=FRACTIONS),
             Table(ARMS_KEY, ARMS_TITLE, ARMS_COLUMNS, compared, note=ARMS_NOTE) if compared else
             Table(ARMS_KEY, ARMS_TITLE, skipped="no two arms of one stream (critique stream --arms)"),
             Table(WINDOWS_KEY, WINDOWS_TITLE, WINDOW_COLUMNS, [r for one in streams for r in windows(one)],
+                  formats=FRACTIONS,
                   note=f"the steps in {WINDOWS} equal windows; written: notes written in the window; leniency: "
                        "theirs; trusted_wrong: share of the notes shown in the window stored as right but wrong; "
                        "notes_end: notes retrievable in the pool of the window's last step")]

@@ -4,11 +4,6 @@ context (context_overflow), and the length bounds of the embedded model's replie
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -22,6 +17,7 @@ from critique.engine import parsing, prompts
 from critique.engine.memory import semantic
 from critique.llm import bounds, context
 from critique.llm.client import LLMResult
+from killed import kill_after_calls
 
 # With FAKE_LLM_ADVICE_LINES=8 and a window of 534 tokens, a summary prompt may hold 401: one
 # mcr-gen critique (300 to 330 tokens with the instructions) and not two (450 to 490), and two
@@ -92,16 +88,8 @@ def test_a_kill_in_the_middle_of_the_merges_resumes_without_redoing_a_finished_c
     # 13 initial answers, 13 critiques, 13 level-0 chunks and the first of the 6 merges of level 1 are
     # answered; the next calls are held until the kill
     answered = 13 + 13 + 13 + 1
-    env = dict(os.environ, FAKE_LLM_ADVICE_LINES=LINES, FAKE_LLM_HOLD_AFTER=str(answered))
-    command = [sys.executable, str(Path(__file__).parent / "fake_llm.py"),
-               *argv(out, 13, "--strategies", "SEM_CRIT", "--concurrency", "2", "--no-cache")]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    logged = []
-    while len(logged) < answered and proc.poll() is None:
-        logged = rundir.read_jsonl(out / "calls.jsonl") if (out / "calls.jsonl").exists() else []
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    command = kill_after_calls(argv(out, 13, "--strategies", "SEM_CRIT", "--concurrency", "2", "--no-cache"), out,
+                               answered, FAKE_LLM_ADVICE_LINES=LINES)
     logged = rundir.read_jsonl(out / "calls.jsonl")
     assert len(logged) == answered and not (out / "memory" / "semantic.json").exists()
     assert Counter(c.get("summary_level") for c in logged if c["stage"] == "summary") == {0: 13, 1: 1}

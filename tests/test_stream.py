@@ -3,11 +3,6 @@ records of an uninterrupted one, a finished one makes no call, --conflicts revis
 append keeps (with its history), a disabled note is never retrieved, and the online table reads it all."""
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +13,7 @@ from critique.cli import main
 from critique.engine.memory.notes import Notes
 from critique.experiments import stream as stream_mod
 from critique.experiments.stream_spec import parse_feedback, stream_probe
+from killed import kill_after_calls
 
 LIMIT = 6
 
@@ -79,15 +75,7 @@ def _normal(records: list[dict]) -> list[dict]:
 def test_a_stream_killed_at_a_step_resumes_to_the_records_of_an_uninterrupted_one(home, fake_llm):
     out, whole = home / "killed", home / "whole"
     answered = 2 * LIMIT + 5  # the train stage, then some steps: the next call is held until the kill
-    env = dict(os.environ, FAKE_LLM_HOLD_AFTER=str(answered))
-    command = [sys.executable, str(Path(__file__).parent / "fake_llm.py"), *argv(out, "gold", "--no-cache")]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    logged = []
-    while len(logged) < answered and proc.poll() is None:
-        logged = rundir.read_jsonl(out / "calls.jsonl") if (out / "calls.jsonl").exists() else []
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    command = kill_after_calls(argv(out, "gold", "--no-cache"), out, answered)
     assert len(rundir.read_jsonl(out / "calls.jsonl")) == answered
     partial = notes(out)  # written as the stream went: the train memory and the steps written back
     assert partial and len(partial) < LIMIT * 2

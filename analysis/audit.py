@@ -26,8 +26,8 @@ from critique.base.errors import UserError
 from critique.base.truth import initial_right
 
 AUDIT_HELP = "audit the memory of run directories: each entry's verdict, reuse and outcome (reads logs only)"
-EPILOG = """Each run that is not a probe is audited, and each stream (its notes); a suggestibility run of the same model and data among the
-inputs is its partner (retrieval versus usage failures).
+EPILOG = """Each run that is not a probe is audited, and each stream (its notes); a suggestibility run of the same
+model and data among the inputs is its partner (retrieval versus usage failures).
 Exit status: 0, 1 when some input was left out (see stderr), 2 on a usage error."""
 EPISODIC = (vocab.EP_LABEL, vocab.EP_CRIT, vocab.EP_SEM_CRIT)  # the strategies that put episodic entries in the prompt
 TOP_SHARE = 0.10  # concentration: the share of retrievals taken by the top 10% of entries (at least one)

@@ -36,8 +36,8 @@ from critique.base import vocab
 
 KEY, WINDOWS_KEY, ARMS_KEY = "stream", "stream_windows", "stream_arms"
 ARMS_TITLE = "Online memory: the arms of one stream (which ends highest; de-inflation against its random control)"
-ARMS_COLUMNS = ["model", "dataset", "order", "arms", "unfinished", "highest", "accuracy", "deinflated", "random", "diff", "wins",
-                "losses", "p", "demoted"]
+ARMS_COLUMNS = ["model", "dataset", "order", "arms", "unfinished", "highest", "accuracy", "deinflated", "random",
+                "diff", "wins", "losses", "p", "demoted"]
 TITLE = "Online memory: each stream at its end (%, leniency and shares as fractions)"
 WINDOWS_TITLE = "Online memory over the stream: each window of steps (%, shares as fractions)"
 WINDOWS = 5
@@ -85,10 +85,10 @@ def trusted_wrong_rate(p: float, e0: float, kappa: float, leniency: float, s: fl
 
 ARMS_NOTE = ("arms: streams of this model, dataset and order (feedback/start, +reorder: de-inflated by the reorder "
              "verifier, +random: its budget-matched random control); unfinished: arms that have not answered every "
-             "question, left out of the comparison; highest: the arm(s) with the highest accuracy, accuracy: theirs; deinflated, random: the two de-inflation arms' accuracy, diff: deinflated - random "
-             "in points with the exact McNemar p on the items they answered differently (wins, losses), against the "
-             "random control that demoted as many as the verifier did; demoted: notes each demoted (verifier / "
-             "random)")
+             "question, left out of the comparison; highest: the arm(s) with the highest accuracy, accuracy: theirs; "
+             "deinflated, random: the two de-inflation arms' accuracy, diff: deinflated - random in points with the "
+             "exact McNemar p on the items they answered differently (wins, losses), against the random control "
+             "that demoted as many as the verifier did; demoted: notes each demoted (verifier / random)")
 
 
 def attractor(e0: float, kappa: float, leniency: float, s: float, grid: int = 10_000) -> float | None:

@@ -25,9 +25,9 @@ def register(sub) -> None:
                         "or delayed:D (gold feedback D steps later)")
     p.add_argument("--arms", action="store_true",
                    help="run the arms of a comparison on the same stream, one run directory each (under --out, "
-                        "default runs/; the arms set --feedback, --start and --demote): " + "; ".join(f"{name} (--feedback {f} --start {s}"
-                                                        + (f" --demote {d})" if d else ")")
-                                                        for name, f, s, d in stream.ARMS))
+                        "default runs/; the arms set --feedback, --start and --demote): "
+                        + "; ".join(f"{name} (--feedback {f} --start {s}" + (f" --demote {d})" if d else ")")
+                                    for name, f, s, d in stream.ARMS))
     p.add_argument("--demote", choices=stream.DEMOTE,
                    help="de-inflation: reorder (each new note is checked by the reorder verifier before it is "
                         "trusted, and marked doubtful when flagged) or random (--demote-count N new notes marked "

@@ -218,7 +218,8 @@ class Stream:
             return True
         if note["id"] in self.notes.latest():  # learned again with other feedback: a new version
             self.notes.change(note["id"], status="revised", step=now, feedback=str(self.feedback), entry=note,
-                              why=f"feedback on step {step.number}, on a question learned before", evidence=step.item.id)
+                              why=f"feedback on step {step.number}, on a question learned before",
+                              evidence=step.item.id)
         else:
             self.notes.add(note, step=now, feedback=str(self.feedback), why=f"feedback on step {step.number}")
         if self.advice:
@@ -226,8 +227,8 @@ class Stream:
         self.vectors[note["id"]] = self.question_vectors[entry_id(step.item)]
         if self.probe["conflicts"] == "revise" and self.feedback.labelled:
             self.revise(note, step, now)
-        if self.probe.get("disable") and step.answer != note["label"] and not await checks.disable_test(self, step, note,
-                                                                                                        now):
+        wrong = step.answer != note["label"]
+        if self.probe.get("disable") and wrong and not await checks.disable_test(self, step, note, now):
             return False
         if self.probe.get("demote"):
             return await checks.demote(self, note, step, now)

@@ -3,9 +3,10 @@
 here from the stream table and found in the README, so a change to the logs or the analysis that moves one
 fails until the README says the new one."""
 
-from critique.analysis.render import cell
+from critique.analysis import logs
 from critique.analysis.online import FRACTIONS
-from shipped import ROOT
+from critique.analysis.render import cell
+from shipped import LOGS, ROOT, pct, readme
 
 DATASETS = ("mcr-gen", "pref-gen")
 ARMS = (("memory off", "none", "empty"), ("frozen train memory", "none", "train"), ("online gold", "gold", "train"),
@@ -51,3 +52,45 @@ def test_the_arms_table(shipped_tables):
 
 def test_the_loop_table(shipped_tables):
     assert loop_table(shipped_tables["stream"]) in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_new_calls_of_the_online_arms():
+    """The memory-off and frozen arms made no call of their own; the online arms' new calls (not cached)."""
+    new = {}
+    for dataset in DATASETS:
+        for arm in ("none-empty", "none", "gold", "self"):
+            rows = logs.rows(LOGS / f"{dataset}__local_smollm2__stream-{arm}", logs.CALLS, ("cached",))
+            new[dataset, arm] = sum(not cached for (cached,) in rows)
+    assert all(new[d, arm] == 0 for d in DATASETS for arm in ("none-empty", "none"))
+    quoted = (f"the online arms made {new['mcr-gen', 'gold']} (gold) and {new['mcr-gen', 'self']} (self) new calls "
+              f"on mcr-gen, {new['pref-gen', 'gold']} and {new['pref-gen', 'self']} on pref-gen)")
+    assert quoted in readme(), quoted
+
+
+def test_what_comes_out(shipped_tables):
+    rows = shipped_tables["stream"]
+    mcr = {_row(rows, "mcr-gen", f, s)["accuracy"] for _, f, s in ARMS}
+    assert len(mcr) == 1 and f"On mcr-gen every arm stays at {pct(mcr.pop())}, its one answer" in readme()
+    pref = [_row(rows, "pref-gen", f, s)["accuracy"] for _, f, s in ARMS]
+    assert max(pref) - min(pref) <= 2.0 and "on pref-gen the arms lie within two points of each other" in readme()
+    gold, off = _row(rows, "pref-gen", "gold", "train"), _row(rows, "pref-gen", "none", "empty")
+    quoted = (f"(online gold {pct(gold['accuracy'])} against memory off {pct(off['accuracy'])}: {gold['wins']} items "
+              f"won and {gold['losses']} lost, p = {gold['p']:.2f})")
+    assert quoted in readme(), quoted
+
+
+def test_the_loop_settles_where_the_attractor_says(shipped_tables):
+    rows = shipped_tables["stream"]
+    mcr, pref = (_row(rows, d, "self", "train") for d in DATASETS)
+    assert mcr["leniency"] == pref["leniency"] == mcr["s"] == pref["s"] == 1.0  # every answer stored as right
+    quoted = (f"({mcr['attractor']:.3f} predicted, {mcr['corrupted']:.3f} reached on mcr-gen; "
+              f"{pref['attractor']:.3f} and {pref['corrupted']:.3f} on pref-gen)")
+    assert quoted in readme(), quoted
+    gold = _row(rows, "pref-gen", "gold", "train")
+    quoted = (f"pref-gen's gold critic is lenient too ({gold['leniency']:.3f}) and its bank reached "
+              f"{gold['corrupted']:.3f} against a predicted {gold['attractor']:.3f}")
+    assert quoted in readme(), quoted
+    gold = _row(rows, "mcr-gen", "gold", "train")
+    quoted = (f"The pooled slope on mcr-gen ({gold['kappa']:.3f}) is the questions' difficulty, not contamination: "
+              f"within the memory-off arm's strata it is {gold['kappa_within']:.3f}")
+    assert quoted in readme(), quoted

@@ -56,7 +56,7 @@ def summary_prompt(task: str, entries: list[dict], max_points: int = parsing.MAX
                    cite: bool = False) -> Prompt:
     """Distil critiques (episodic entries) into advice; ``cite``: each piece names the questions (numbered
     from 1 in the prompt) it rests on."""
-    return prompt("summary.j2", task=task, entries=entries, max_points=max_points, cite=cite)
+    return prompt("summary_cited.j2" if cite else "summary.j2", task=task, entries=entries, max_points=max_points)
 
 
 def merge_prompt(task: str, lists: list[list[str]], max_points: int = parsing.MAX_ADVICE_LINES,
@@ -66,4 +66,5 @@ def merge_prompt(task: str, lists: list[list[str]], max_points: int = parsing.MA
     if cite:
         numbers = iter(range(1, sum(map(len, lists)) + 1))
         lists = [[f"[{next(numbers)}] {line}" for line in lines] for lines in lists]
-    return prompt("summary_merge.j2", task=task, lists=lists, max_points=max_points, cite=cite)
+    return prompt("summary_merge_cited.j2" if cite else "summary_merge.j2", task=task, lists=lists,
+                  max_points=max_points)

@@ -254,6 +254,7 @@ class Run(RunDirectory):
         budget = context.summary_budget(window, self.config.max_tokens) if window else None
         cite = self.config.advice_sources == "cited"
         schema = parsing.CITED_SUMMARY_SCHEMA if cite else parsing.SUMMARY_SCHEMA
+        template = "summary_cited.j2" if cite else "summary.j2"
 
         async def one(pool: str) -> None:
             user = None if pool == "all" else pool
@@ -266,7 +267,7 @@ class Run(RunDirectory):
             self.semantic[pool] = records.make(
                 "semantic", advice=parsing.advice_text([line["text"] for line in done.lines]), lines=done.lines,
                 source_ids=[e["id"] for e in pools[pool]], model=self.config.model,
-                template_hash=prompts.template_hash("summary.j2", self.config.prompts), timeout=done.timeout,
+                template_hash=prompts.template_hash(template, self.config.prompts), timeout=done.timeout,
                 error=done.error, run_id=self.run_id, request_hash=done.request_hash, context_tokens=window,
                 tree=[[node.record() for node in level] for level in done.tree])
 

@@ -1,27 +1,23 @@
 """The online tables (shared/MEMORY.md section 1): what a stream (critique stream) did, over time and at its end.
 
-Reads the runs whose manifest's probe is a stream: their predictions (stage ``stream``, one per step) and their
-notes (memory/notes.jsonl, every version). Per stream:
+Reads the runs whose manifest's probe is a stream: their predictions (stage ``stream``, one per step; a step whose
+call failed is left out) and their notes (memory/notes.jsonl, every version). Per stream (its model labelled with
+the variant that keeps other settings apart, as every table does):
 
-- ``accuracy`` over all its steps with a 95% Wilson interval, and per window of steps (WINDOWS equal windows, in
-  the `stream_windows` table);
+- ``accuracy`` over the steps answered (``steps`` of ``of`` test questions) with a 95% Wilson interval, and per
+  window of steps (WINDOWS windows, the ``stream_windows`` table);
 - ``gain`` over the memory-off arm (a stream of the same model, dataset and order with ``--feedback none --start
   empty``: zero_shot's prompt at every step) when one is among the inputs: the difference in points with the
   exact McNemar test on the items answered differently (``wins``, ``losses``, ``p``);
-- the notes the stream wrote: how many (``written``), ``leniency`` P(r=1 | U=0) with its Wilson interval, which is
-  also E[b | U=0] (b = r - U: r the verdict a note stores, U the truth the benchmark recorded beside it);
-- ``trusted_wrong``: the share of the notes shown in prompts that were trusted but wrong (r=1, U=0) when shown;
-  the contamination slope ``kappa`` and intercept ``e0``: the least-squares line of a step's error on p, the
-  share of the trusted notes it was shown that are wrong (as the loop's model defines p; steps shown no
-  trusted note left out);
-- the **predicted attractor** of the write-back loop (``attractor``): the share p of trusted notes that are
-  wrong where the bank settles, p = e*l / (e*l + (1-e)*s) with e = e0 + kappa*p, from e0, kappa, the
-  leniency l and s = P(r=1 | U=1) of the notes written; beside it ``corrupted``, the share the stream's
-  trusted notes reached (U=0 among its notes stored as right, latest versions);
-- ``revised``, ``disabled``: notes changed by the conflict policy; ``notes_end``: the notes retrievable in the
-  last step's pool; ``prompt_tokens``: per step, on average; ``not_written``: feedback still due at the end.
+- the notes the stream wrote and the write-back loop (analysis.online_loop): ``leniency`` and ``s``, the shares of
+  wrong and of right answers written back trusted, the share of shown notes trusted but wrong, the contamination
+  slope ``kappa`` and ``kappa_within`` (within the memory-off arm's strata), the **predicted attractor** beside
+  ``corrupted``, the share the stream's trusted notes reached;
+- ``revised``, ``revised_right``, ``disabled``, ``demoted``: what the conflict policy, the disabling test and a
+  de-inflation arm changed; ``notes_end``, ``prompt_tokens`` per step, ``not_written``.
 
-A step whose call failed stops a stream: the table reads the steps answered. Reads logs only.
+The ``stream_arms`` table compares the arms of one stream: the one that ends highest among the finished ones, and
+the de-inflated arm against the random control of its budget. Reads logs only.
 """
 
 from __future__ import annotations
@@ -29,7 +25,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from critique.analysis import logs
-from critique.analysis.echo_stats import slope_of, _sums
+from critique.analysis.online_loop import (attractor, contamination, is_trusted, is_trusted_wrong, share,
+                                           shown_versions, trust_rates)
 from critique.analysis.stats import sign_test, wilson
 from critique.analysis.tabular import Table
 from critique.base import vocab
@@ -74,121 +71,12 @@ NOTE = ("similarity: with --conflicts revise, how similar a shown note must be t
         "the end, or a critique that did not parse)")
 
 
-def trusted_wrong_rate(p: float, e0: float, kappa: float, leniency: float, s: float) -> float | None:
-    """q(p): the share of a new note stored as right that is wrong, when a share p of the trusted notes is wrong:
-    e*l / (e*l + (1-e)*s) with the error e = e0 + kappa*p (kept within [0, 1]); None when nothing is ever stored
-    as right."""
-    e = min(1.0, max(0.0, e0 + kappa * p))
-    trusted = e * leniency + (1 - e) * s
-    return e * leniency / trusted if trusted > 0 else None
-
-
 ARMS_NOTE = ("arms: streams of this model, dataset and order (feedback/start, +reorder: de-inflated by the reorder "
              "verifier, +random: its budget-matched random control); unfinished: arms that have not answered every "
              "question, left out of the comparison; highest: the arm(s) with the highest accuracy, accuracy: theirs; "
              "deinflated, random: the two de-inflation arms' accuracy, diff: deinflated - random in points with the "
              "exact McNemar p on the items they answered differently (wins, losses), against the random control "
              "that demoted as many as the verifier did; demoted: notes each demoted (verifier / random)")
-
-
-def attractor(e0: float, kappa: float, leniency: float, s: float, grid: int = 10_000) -> float | None:
-    """Where the write-back loop settles (MEMORY.md section 1): the least p in [0, 1] with p = q(p)
-    (trusted_wrong_rate), which a bank that starts clean reaches; within [0, 1] while e0 + kappa*p is, it is the
-    root of kappa*(l-s)*p^2 + (e0*(l-s) + s - kappa*l)*p - e0*l = 0. Found on a grid of ``grid`` steps, then by
-    bisection; None when nothing is ever stored as right."""
-    def gap(p: float) -> float | None:
-        q = trusted_wrong_rate(p, e0, kappa, leniency, s)
-        return None if q is None else q - p
-
-    if gap(0.0) is None:
-        return None
-    low = 0.0
-    for n in range(1, grid + 1):  # gap(0) >= 0 and gap(1) <= 0: the first crossing
-        high = n / grid
-        if gap(high) is None or gap(high) <= 0:
-            break
-        low = high
-    if gap(high) is None:
-        return None
-    for _ in range(60):
-        middle = (low + high) / 2
-        if gap(middle) > 0:
-            low = middle
-        else:
-            high = middle
-    return high
-
-
-def _share(values: list[bool]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _leniency(notes: list[dict]) -> tuple:
-    """(leniency, its Wilson interval's ends, s) of notes with a known verdict and truth: the share of the wrong
-    (U = 0) and of the right (U = 1) answers written back trusted (stored as right and not demoted; with nothing
-    demoted the leniency is E[b | U=0] itself, b = r when U = 0)."""
-    u0 = [n for n in notes if n["truth"] == 0 and n["verdict"] is not None]
-    u1 = [n for n in notes if n["truth"] == 1 and n["verdict"] is not None]
-    lenient = sum(_trusted(n) for n in u0)
-    low, high = wilson(lenient, len(u0))
-    leniency = lenient / len(u0) if u0 else None
-    return leniency, low, high, _share([_trusted(n) for n in u1])
-
-
-def _shown(step: dict, versions: dict[str, dict]) -> list[dict]:
-    return [versions[v] for v in step.get("retrieved_versions") or [] if v in versions]
-
-
-def _trusted(version: dict) -> bool:
-    """Stored as right and not marked doubtful (a de-inflation arm's demotion)."""
-    return version["verdict"] == 1 and not (version.get("entry") or {}).get("doubtful")
-
-
-def _trusted_wrong(version: dict) -> bool:
-    return _trusted(version) and version["truth"] == 0
-
-
-def _corruption(shown: list[dict]) -> float | None:
-    """The share of the trusted notes (stored as right, truth known) among ``shown`` that are wrong: the loop's p
-    in one prompt; None when none is trusted."""
-    trusted = [v for v in shown if _trusted(v) and v["truth"] is not None]
-    return sum(v["truth"] == 0 for v in trusted) / len(trusted) if trusted else None
-
-
-def _contamination(steps: list[dict], versions: dict[str, dict],
-                   strata: dict[tuple, bool] | None = None) -> tuple[float | None, float | None]:
-    """(kappa, e0): slope and intercept of a step's error on the share of the trusted notes it was shown that
-    are wrong (steps shown no trusted note left out): the loop's e = e0 + kappa*p. ``strata``: item -> whether
-    the memory-off arm answered it right; the slope is then the within-stratum one (hard questions retrieve
-    wrong notes and fail anyway: that is not contamination), and e0 the intercept through the means."""
-    groups: dict[object, list[tuple[float, float]]] = {}
-    for step in steps:
-        share = _corruption(_shown(step, versions))
-        if share is not None:
-            key = (step.get("user"), step.get("item_id"))
-            stratum = strata.get(key) if strata is not None else None
-            groups.setdefault(stratum, []).append((share, float(step.get("correct") is not True)))
-    if strata is not None:
-        groups.pop(None, None)  # an item the memory-off arm did not answer
-    points = [p for group in groups.values() for p in group]
-    if not points:
-        return None, None
-    kappa = slope_of([_sums(points)]) if strata is None else _within(list(groups.values()))
-    if kappa is None:
-        return None, None
-    mean_x, mean_y = (sum(p[i] for p in points) / len(points) for i in (0, 1))
-    return kappa, mean_y - kappa * mean_x
-
-
-def _within(groups: list[list[tuple[float, float]]]) -> float | None:
-    """The within-group least-squares slope (each group's own means taken out); None when x never varies."""
-    sxx = sxy = 0.0
-    for points in groups:
-        n, sx, sy, sxx_g, sxy_g = _sums(points)
-        if n:
-            sxx += sxx_g - sx * sx / n
-            sxy += sxy_g - sx * sy / n
-    return None if sxx <= 1e-12 else sxy / sxx
 
 
 # ---- one stream ---------------------------------------------------------------------------------
@@ -261,25 +149,25 @@ def summary(stream: dict, off: dict | None) -> dict:
     """The stream's row of the online table (``off``: the memory-off arm of its model, dataset and order)."""
     steps, versions = stream["steps"], _by_version(stream)
     accuracy, low, high = _accuracy(steps)
-    leniency, len_low, len_high, s = _leniency(_written(stream, latest=False))
-    shown = [v for step in steps for v in _shown(step, versions)]
-    kappa, e0 = _contamination(steps, versions)
+    leniency, len_low, len_high, s = trust_rates(_written(stream, latest=False))
+    shown = [v for step in steps for v in shown_versions(step, versions)]
+    kappa, e0 = contamination(steps, versions)
     strata = None if off is None or off is stream else \
         {(r.get("user"), r.get("item_id")): r.get("correct") is True for r in off["steps"]}
-    within, e0_within = _contamination(steps, versions, strata) if strata else (None, None)
+    within, e0_within = contamination(steps, versions, strata) if strata else (None, None)
     slope, intercept = (within, e0_within) if within is not None else (kappa, e0)
     predicted = None
     if None not in (slope, intercept, leniency, s):
         predicted = attractor(min(1.0, max(0.0, intercept)), slope, leniency, s)
-    trusted = [v for v in _written(stream, latest=True) if _trusted(v) and v["truth"] is not None]
+    trusted = [v for v in _written(stream, latest=True) if is_trusted(v) and v["truth"] is not None]
     latest = list({v["note"]: v for v in stream["versions"]}.values())
     revised = [v for v in latest if v["status"] == "revised"]
     return {**stream["label"], "status": stream.get("status"), "steps": len(steps), "of": stream.get("n_test"),
             "accuracy": accuracy, "ci_low": low, "ci_high": high, **_gain(stream, off),
             "written": len(_written(stream, latest=False)), "leniency": leniency, "leniency_low": len_low,
-            "leniency_high": len_high, "trusted_wrong": _share([_trusted_wrong(v) for v in shown]), "kappa": kappa,
+            "leniency_high": len_high, "trusted_wrong": share([is_trusted_wrong(v) for v in shown]), "kappa": kappa,
             "kappa_within": within, "e0": intercept, "s": s, "attractor": predicted,
-            "corrupted": _share([v["truth"] == 0 for v in trusted]), "revised": len(revised),
+            "corrupted": share([v["truth"] == 0 for v in trusted]), "revised": len(revised),
             "revised_right": sum(v["entry"].get("asserted") == v["entry"].get("gold") for v in revised),
             "disabled": sum(v["status"] == "disabled" for v in latest),
             "demoted": _demoted(stream),
@@ -310,10 +198,10 @@ def windows(stream: dict) -> list[dict]:
         last = part[-1].get("step", first + len(part) - 1)
         mine = [n for n in notes if part[0].get("step", first) <= (n.get("step") or 0) <= last]
         accuracy, low, high = _accuracy(part)
-        shown = [v for step in part for v in _shown(step, versions)]
+        shown = [v for step in part for v in shown_versions(step, versions)]
         rows.append({**stream["label"], "window": number, "steps": f"{part[0].get('step', first)}-{last}",
                      "accuracy": accuracy, "ci_low": low, "ci_high": high, "written": len(mine),
-                     "leniency": _leniency(mine)[0], "trusted_wrong": _share([_trusted_wrong(v) for v in shown]),
+                     "leniency": trust_rates(mine)[0], "trusted_wrong": share([is_trusted_wrong(v) for v in shown]),
                      "notes_end": part[-1].get("memory_notes")})
     return rows
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from critique.analysis import online
+from critique.analysis import online, online_loop
 
 
 def quadratic_root(e0, kappa, leniency, s):
@@ -18,16 +18,16 @@ def quadratic_root(e0, kappa, leniency, s):
 
 def test_without_contamination_the_attractor_is_the_share_of_lenient_entries():
     e0, leniency, s = 0.3, 0.5, 0.9
-    assert online.attractor(e0, 0.0, leniency, s) == pytest.approx(e0 * leniency / (e0 * leniency + (1 - e0) * s))
+    assert online_loop.attractor(e0, 0.0, leniency, s) == pytest.approx(e0 * leniency / (e0 * leniency + (1 - e0) * s))
 
 
 @pytest.mark.parametrize("e0, kappa, leniency, s", [(0.3, 0.38, 0.5, 0.9), (0.2, 0.6, 0.8, 0.7), (0.4, -0.2, 0.3, 0.95)])
 def test_the_attractor_is_the_root_of_the_quadratic(e0, kappa, leniency, s):
-    assert online.attractor(e0, kappa, leniency, s) == pytest.approx(quadratic_root(e0, kappa, leniency, s), abs=1e-9)
+    assert online_loop.attractor(e0, kappa, leniency, s) == pytest.approx(quadratic_root(e0, kappa, leniency, s), abs=1e-9)
 
 
 def test_nothing_stored_as_right_has_no_attractor():
-    assert online.attractor(0.3, 0.2, 0.0, 0.0) is None
+    assert online_loop.attractor(0.3, 0.2, 0.0, 0.0) is None
 
 
 def synthetic_stream(e0, kappa, leniency, s, steps=4000, shown=5, seed=0) -> dict:
@@ -54,7 +54,7 @@ def synthetic_stream(e0, kappa, leniency, s, steps=4000, shown=5, seed=0) -> dic
 
 @pytest.mark.parametrize("e0, kappa, leniency, s", [(0.3, 0.4, 0.6, 0.9), (0.25, 0.0, 0.5, 0.8)])
 def test_a_synthetic_loop_settles_at_the_attractor_the_table_predicts(e0, kappa, leniency, s):
-    truth = online.attractor(e0, kappa, leniency, s)
+    truth = online_loop.attractor(e0, kappa, leniency, s)
     row = online.summary(synthetic_stream(e0, kappa, leniency, s), None)
     assert row["leniency"] == pytest.approx(leniency, abs=0.05) and row["s"] == pytest.approx(s, abs=0.03)
     assert row["e0"] == pytest.approx(e0, abs=0.05) and row["kappa"] == pytest.approx(kappa, abs=0.2)

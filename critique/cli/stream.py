@@ -53,6 +53,11 @@ def register(sub) -> None:
                    help="similarity: the K nearest notes (default); verdict: among the nearest "
                         f"{stream.RANK_DEPTH}K, those stored as right first, then by confidence")
     p.set_defaults(func=main)
+    register_memory(sub)
+
+
+def register_memory(sub) -> None:
+    """`critique memory history RUN NOTE`."""
     memory = sub.add_parser("memory", help="read a run's notes")
     kinds = memory.add_subparsers(dest="memory", required=True)
     history = kinds.add_parser("history", help="every version of one note of a stream, oldest first")

@@ -76,8 +76,8 @@ def is_trusted_wrong(version: dict) -> bool:
 
 
 def corruption(shown: list[dict]) -> float | None:
-    """The share of the trusted notes (stored as right, truth known) among ``shown`` that are wrong: the loop's p
-    in one prompt; None when none is trusted."""
+    """The share of the trusted notes (stored as right and not demoted, truth known) among ``shown`` that are
+    wrong: the loop's p in one prompt; None when none is trusted."""
     trusted = [v for v in shown if is_trusted(v) and v["truth"] is not None]
     return sum(v["truth"] == 0 for v in trusted) / len(trusted) if trusted else None
 
@@ -90,11 +90,11 @@ def contamination(steps: list[dict], versions: dict[str, dict],
     wrong notes and fail anyway: that is not contamination), and e0 the intercept through the means."""
     groups: dict[object, list[tuple[float, float]]] = {}
     for step in steps:
-        share = corruption(shown_versions(step, versions))
-        if share is not None:
+        wrong = corruption(shown_versions(step, versions))
+        if wrong is not None:
             key = (step.get("user"), step.get("item_id"))
             stratum = strata.get(key) if strata is not None else None
-            groups.setdefault(stratum, []).append((share, float(step.get("correct") is not True)))
+            groups.setdefault(stratum, []).append((wrong, float(step.get("correct") is not True)))
     if strata is not None:
         groups.pop(None, None)  # an item the memory-off arm did not answer
     points = [p for group in groups.values() for p in group]

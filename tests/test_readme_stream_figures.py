@@ -62,7 +62,7 @@ def test_the_new_calls_of_the_online_arms():
             rows = logs.rows(LOGS / f"{dataset}__local_smollm2__stream-{arm}", logs.CALLS, ("cached",))
             new[dataset, arm] = sum(not cached for (cached,) in rows)
     assert all(new[d, arm] == 0 for d in DATASETS for arm in ("none-empty", "none"))
-    quoted = (f"the online arms made {new['mcr-gen', 'gold']} (gold) and {new['mcr-gen', 'self']} (self) new calls "
+    quoted = (f"the online gold and self arms made {new['mcr-gen', 'gold']} and {new['mcr-gen', 'self']} new calls "
               f"on mcr-gen, {new['pref-gen', 'gold']} and {new['pref-gen', 'self']} on pref-gen)")
     assert quoted in readme(), quoted
 

@@ -23,7 +23,7 @@ from critique.analysis.stats import wilson
 from critique.base.assertion import asserted_option
 from critique.base.checksum import dataset_checksum
 from critique.base.errors import UserError
-from critique.base.truth import initial_right
+from critique.base.truth import initial_right, stored_verdict
 
 AUDIT_HELP = "audit the memory of run directories: each entry's verdict, reuse and outcome (reads logs only)"
 EPILOG = """Each run that is not a probe is audited, and each stream (its notes); a suggestibility run of the same
@@ -99,16 +99,6 @@ def read_memory(path: Path, problems: list[str]) -> tuple[list[dict] | None, dic
 def counted(path: Path, stage: str, problems: list[str]) -> list[dict]:
     """The final record per (strategy, user, item) of one stage (a rerun's replaces a failed one)."""
     return logs.predictions(path, (stage,), problems)
-
-
-def stored_verdict(entry: dict, asserted: str | None) -> int | None:
-    """r: 1 when the entry says its initial answer was right, 0 when wrong, None when it says neither. A self
-    critic's entry (--critic self) says so in its ``verdict``; a critic shown a label says so by the option
-    its correct_answer asserts (right when that is the initial answer)."""
-    verdict = entry.get("verdict")
-    if verdict in ("right", "wrong"):
-        return int(verdict == "right")
-    return None if asserted is None else int(asserted == entry.get("initial_answer"))
 
 
 def entry_rows(entries: list[dict], space: list[str], truth: dict) -> list[dict]:

@@ -1,4 +1,5 @@
-"""What the run directory says of the truth about a memory entry: the study's U."""
+"""What the run directory says of the truth about a memory entry and of the verdict it stores: the study's U
+and r (shared/MEMORY.md)."""
 
 from __future__ import annotations
 
@@ -7,3 +8,13 @@ def initial_right(entry: dict) -> bool:
     """U = 1: the agent's initial answer to the entry's item is its gold label (the truth, whatever the
     critic was shown; the run's own belief is critique.engine.memory.selection.right)."""
     return entry.get("initial_answer") == entry.get("gold")
+
+
+def stored_verdict(entry: dict, asserted: str | None) -> int | None:
+    """r: 1 when the entry says its initial answer was right, 0 when wrong, None when it says neither. A self
+    critic's entry (--critic self) says so in its ``verdict``; a critic shown a label says so by the option
+    its correct_answer asserts (``asserted``: right when that is the initial answer)."""
+    verdict = entry.get("verdict")
+    if verdict in ("right", "wrong"):
+        return int(verdict == "right")
+    return None if asserted is None else int(asserted == entry.get("initial_answer"))

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from critique.base import records, rundir
+from critique.base.truth import initial_right, stored_verdict
 
 FILE = rundir.NOTES
 STATUSES = ("active", "revised", "disabled")
@@ -32,18 +33,13 @@ AGREEMENT = 1.0
 
 
 def verdict(entry: dict) -> int | None:
-    """r: 1 when the entry's critique calls its answer right (a self critic's verdict, else the option its
-    correct_answer asserts is the answer given), 0 when wrong, None when it says neither."""
-    if entry.get("verdict") in ("right", "wrong"):
-        return int(entry["verdict"] == "right")
-    if entry.get("asserted") is None:
-        return None
-    return int(entry["asserted"] == entry.get("initial_answer"))
+    """r: the verdict the entry stores (critique.base.truth.stored_verdict, from the option it asserts)."""
+    return stored_verdict(entry, entry.get("asserted"))
 
 
 def truth(entry: dict) -> int | None:
     """U: 1 when the entry's answer was right (the gold label; for the analysis only)."""
-    return None if entry.get("gold") is None else int(entry.get("initial_answer") == entry["gold"])
+    return None if entry.get("gold") is None else int(initial_right(entry))
 
 
 @dataclass

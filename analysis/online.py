@@ -76,7 +76,8 @@ ARMS_NOTE = ("arms: streams of this model, dataset and order (feedback/start, +r
              "question, left out of the comparison; highest: the arm(s) with the highest accuracy, accuracy: theirs; "
              "deinflated, random: the two de-inflation arms' accuracy, diff: deinflated - random in points with the "
              "exact McNemar p on the items they answered differently (wins, losses), against the random control "
-             "that demoted as many as the verifier did; demoted: notes each demoted (verifier / random)")
+             "that demoted as many as the verifier did (none when the verifier demoted every note: the control then "
+             "demotes the same ones); demoted: notes each demoted (verifier / random)")
 
 
 # ---- one stream ---------------------------------------------------------------------------------
@@ -237,14 +238,17 @@ def arms(streams: list[dict]) -> list[dict]:
         verifier = next((g for g in done if g["label"].get("demote") == "reorder"), None)
         control = next((g for g in done if g["label"].get("demote") == "random"
                         and verifier is not None and g["demote_count"] == _demoted(verifier)), None)
-        paired = _gain(verifier, control) if verifier and control else _gain(group[0], None)
+        every = verifier is not None and _demoted(verifier) >= len(_written(verifier, latest=False))
+        paired = _gain(verifier, control) if verifier and control and not every else _gain(group[0], None)
         rows.append({"model": model, "dataset": dataset, "order": order, "arms": len(group),
                      "unfinished": ", ".join(sorted(_arm(g["label"]) for g in group if g not in done)) or None,
                      "highest": ", ".join(sorted(a for a, v in final.items() if v == best)) or None,
                      "accuracy": best, "deinflated": _accuracy(verifier["steps"])[0] if verifier else None,
                      "random": _accuracy(control["steps"])[0] if control else None,
                      "diff": paired["gain"], "wins": paired["wins"], "losses": paired["losses"], "p": paired["p"],
-                     "demoted": f"{_demoted(verifier)} / {_demoted(control)}" if verifier and control else None})
+                     "demoted": (f"{_demoted(verifier)} / {_demoted(control)}"
+                                 + (": every note, no control possible" if every else "")) if verifier and control
+                     else None})
     return rows
 
 

@@ -97,3 +97,24 @@ def test_the_slope_within_the_memory_off_arms_strata_takes_the_questions_difficu
     assert row["kappa"] > 0.5  # pooled: wrong notes go with hard questions
     assert abs(row["kappa_within"]) < 0.1  # within difficulty: what is shown does not matter
     assert online.summary(stream, None)["kappa_within"] is None
+
+
+def _arm_stream(demote, demoted: int, notes: int = 2) -> dict:
+    versions = []
+    for n in range(notes):
+        versions.append({"note": f"stream:i{n}", "version": 1, "status": "active", "step": n, "verdict": 1,
+                         "truth": 1, "why": "feedback"})
+        if n < demoted:
+            versions.append({"note": f"stream:i{n}", "version": 2, "status": "active", "step": n, "verdict": 1,
+                             "truth": 1, "why": "demoted: test"})
+    steps = [{"step": n, "correct": True, "user": None, "item_id": f"i{n}"} for n in range(notes)]
+    label = {"model": "m", "dataset": "d", "feedback": "self", "start": "train", "conflicts": "append",
+             "rank": "similarity", "order": 0, "demote": demote, "refresh": None, "disable": False}
+    return {"label": label, "steps": steps, "versions": versions, "n_test": notes, "demote_count": demoted}
+
+
+def test_a_verifier_that_demotes_every_note_has_no_random_control():
+    every = online.arms([_arm_stream("reorder", 2), _arm_stream("random", 2)])[0]
+    assert every["demoted"] == "2 / 2: every note, no control possible" and every["diff"] is None
+    some = online.arms([_arm_stream("reorder", 1), _arm_stream("random", 1)])[0]
+    assert some["demoted"] == "1 / 1" and some["diff"] == 0.0

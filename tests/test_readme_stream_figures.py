@@ -9,15 +9,17 @@ from critique.analysis.render import cell
 from shipped import LOGS, ROOT, pct, readme
 
 DATASETS = ("mcr-gen", "pref-gen")
-ARMS = (("memory off", "none", "empty"), ("frozen train memory", "none", "train"), ("online gold", "gold", "train"),
-        ("online self", "self", "train"))
+ARMS = (("memory off", "none", "empty", None), ("frozen train memory", "none", "train", None),
+        ("online gold", "gold", "train", None), ("online self", "self", "train", None),
+        ("self, de-inflated", "self", "train", "reorder"), ("its random control", "self", "train", "random"))
+ONLINE = ARMS[2:4]  # the write-back loops the README tabulates
 LOOP = ("written", "leniency", "leniency_low", "leniency_high", "s", "trusted_wrong", "kappa", "kappa_within",
         "attractor", "corrupted")
 
 
-def _row(rows: list[dict], dataset: str, feedback: str, start: str) -> dict:
+def _row(rows: list[dict], dataset: str, feedback: str, start: str, demote: str | None = None) -> dict:
     found = [r for r in rows if r["dataset"] == dataset and r["feedback"] == feedback and r["start"] == start
-             and not r["demote"] and r["conflicts"] == "append" and not r["refresh"] and not r["disable"]]
+             and r["demote"] == demote and r["conflicts"] == "append" and not r["refresh"] and not r["disable"]]
     assert len(found) == 1, (dataset, feedback, start, len(found))
     assert found[0]["status"] == "complete" and found[0]["steps"] == found[0]["of"] == 250
     return found[0]
@@ -25,9 +27,9 @@ def _row(rows: list[dict], dataset: str, feedback: str, start: str) -> dict:
 
 def arms_table(rows: list[dict]) -> str:
     """The README's table of the arms' accuracies (%), one row per dataset."""
-    lines = ["| dataset | " + " | ".join(name for name, _, _ in ARMS) + " |", "|---" * (len(ARMS) + 1) + "|"]
+    lines = ["| dataset | " + " | ".join(name for name, *_ in ARMS) + " |", "|---" * (len(ARMS) + 1) + "|"]
     for dataset in DATASETS:
-        cells = [cell("accuracy", _row(rows, dataset, f, s)["accuracy"]) for _, f, s in ARMS]
+        cells = [cell("accuracy", _row(rows, dataset, f, s, d)["accuracy"]) for _, f, s, d in ARMS]
         lines.append(f"| {dataset} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -37,7 +39,7 @@ def loop_table(rows: list[dict]) -> str:
     lines = ["| dataset | arm | notes | leniency [95%] | s | shown trusted but wrong | kappa | kappa within "
              "| predicted attractor | reached |", "|---" * 10 + "|"]
     for dataset in DATASETS:
-        for name, feedback, start in ARMS[2:]:
+        for name, feedback, start, _ in ONLINE:
             r = _row(rows, dataset, feedback, start)
             f = {k: cell(k, r[k], formats=FRACTIONS) for k in LOOP}
             lines.append(f"| {dataset} | {name} | {f['written']} | {f['leniency']} [{f['leniency_low']}, "
@@ -69,9 +71,9 @@ def test_the_new_calls_of_the_online_arms():
 
 def test_what_comes_out(shipped_tables):
     rows = shipped_tables["stream"]
-    mcr = {_row(rows, "mcr-gen", f, s)["accuracy"] for _, f, s in ARMS}
+    mcr = {_row(rows, "mcr-gen", f, s, d)["accuracy"] for _, f, s, d in ARMS}
     assert len(mcr) == 1 and f"On mcr-gen every arm stays at {pct(mcr.pop())}, its one answer" in readme()
-    pref = [_row(rows, "pref-gen", f, s)["accuracy"] for _, f, s in ARMS]
+    pref = [_row(rows, "pref-gen", f, s, d)["accuracy"] for _, f, s, d in ARMS]
     assert max(pref) - min(pref) <= 2.0 and "on pref-gen the arms lie within two points of each other" in readme()
     gold, off = _row(rows, "pref-gen", "gold", "train"), _row(rows, "pref-gen", "none", "empty")
     quoted = (f"(online gold {pct(gold['accuracy'])} against memory off {pct(off['accuracy'])}: {gold['wins']} items "
@@ -94,3 +96,23 @@ def test_the_loop_settles_where_the_attractor_says(shipped_tables):
     quoted = (f"The pooled slope on mcr-gen ({gold['kappa']:.3f}) is the questions' difficulty, not contamination: "
               f"within the memory-off arm's strata it is {gold['kappa_within']:.3f}")
     assert quoted in readme(), quoted
+
+
+def deinflation_quote(row: dict) -> str:
+    """How the README states one dataset's de-inflated arm against its random control (stream_arms row)."""
+    head = (f"{row['dataset']}: de-inflated {pct(row['deinflated'])} against {pct(row['random'])} for its random "
+            f"control")
+    if row["demoted"].endswith("no control possible"):
+        every = row["demoted"].split(" / ")[0]
+        return f"{head} (the verifier demoted every note, {every}, so the control demotes the same ones)"
+    flagged, random = row["demoted"].split(" / ")
+    p = "-" if row["p"] is None else f"{row['p']:.2f}"
+    return (f"{head} ({flagged} and {random} notes demoted; {row['wins']} items won, {row['losses']} lost, "
+            f"p = {p})")
+
+
+def test_de_inflation_against_its_random_control(shipped_tables):
+    for dataset in DATASETS:
+        row = next(r for r in shipped_tables["stream_arms"] if r["dataset"] == dataset)
+        assert row["unfinished"] is None and row["arms"] == len(ARMS)
+        assert deinflation_quote(row) in readme(), deinflation_quote(row)

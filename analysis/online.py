@@ -25,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from critique.analysis import logs
+from critique.analysis.cells import mean
 from critique.analysis.online_loop import (attractor, contamination, is_trusted, is_trusted_wrong, share,
                                            shown_versions, trust_rates)
 from critique.analysis.stats import sign_test, wilson
@@ -141,11 +142,6 @@ def _gain(stream: dict, off: dict | None) -> dict:
     return {"gain": gain, "wins": wins, "losses": losses, "p": sign_test(wins, losses)}
 
 
-def _mean(values: list) -> float | None:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
-
-
 def summary(stream: dict, off: dict | None) -> dict:
     """The stream's row of the online table (``off``: the memory-off arm of its model, dataset and order)."""
     steps, versions = stream["steps"], _by_version(stream)
@@ -173,7 +169,7 @@ def summary(stream: dict, off: dict | None) -> dict:
             "disabled": sum(v["status"] == "disabled" for v in latest),
             "demoted": _demoted(stream),
             "notes_end": steps[-1].get("memory_notes") if steps else None,
-            "prompt_tokens": _mean([s.get("prompt_tokens") for s in steps]),
+            "prompt_tokens": mean(s["prompt_tokens"] for s in steps if s.get("prompt_tokens") is not None),
             "not_written": _not_written(stream)}
 
 

@@ -199,9 +199,7 @@ class Distiller:
             await asyncio.gather(*(self._ask(node, agents.summary_prompt(self.task, chunk, cite=self.cite),
                                              [[entry["id"]] for entry in chunk])
                                    for node, chunk in zip(level, chunks)))
-            while not _failed(level) and len(level) > 1:
-                level = await self._merge_level(level)
-                tree.append(level)
+            await self._merge_up(tree)
         except TooSmall as exc:
             return Outcome(tree, [], str(exc), "")
         return _finished(tree, "summary")
@@ -215,12 +213,16 @@ class Distiller:
                       line_cited=[bool(line.get("cited")) for line in lines]) for i, lines in enumerate(lists)]
         tree = [level]
         try:
-            while not _failed(level) and len(level) > 1:
-                level = await self._merge_level(level)
-                tree.append(level)
+            await self._merge_up(tree)
         except TooSmall as exc:
             return Outcome(tree, [], str(exc), "")
         return _finished(tree, "merge")
+
+    async def _merge_up(self, tree: list[list[Node]]) -> None:
+        """Merge the tree's last level, level by level, until one list remains or a node fails (TooSmall when a
+        merge prompt cannot hold what it must)."""
+        while not _failed(tree[-1]) and len(tree[-1]) > 1:
+            tree.append(await self._merge_level(tree[-1]))
 
     async def _merge_level(self, below: list[Node]) -> list[Node]:
         number = below[0].level + 1

@@ -52,6 +52,12 @@ out = "out"
     ('[[models]]\nname = "fake/model"\n[[router.model_list]]\nmodel_name = "fake/other"\n'
      'litellm_params = { model = "fake/other", api_base = "http://a" }\n', "is not the name of a [[models]] entry"),
     ('[[models]]\nname = "fake/model"\n[probes.consistency]\nrepeats = 1\n', "repeats must be a whole number >= 2"),
+    ('[[models]]\nname = "fake/model"\n[probes.stream]\norder = 1\n', "give feedback (a mode or a list"),
+    ('[[models]]\nname = "fake/model"\n[probes.stream]\nfeedback = "loud"\n', "--feedback must be one of"),
+    ('[[models]]\nname = "fake/model"\n[probes.stream]\narms = true\nstart = "empty"\n',
+     "arms = true sets the arms itself: start"),
+    ('[[models]]\nname = "fake/model"\n[probes.stream]\nfeedback = "self"\ndisable_test = true\n',
+     "--disable-test needs labelled feedback"),
     ('[[models]\nname = "fake/model"\n', "not valid TOML"),
     ('prompts = "fancy"\n[[models]]\nname = "fake/model"\n', "prompts must be one of paper, compact, not 'fancy'"),
     ('on_mismatch = "ignore"\n[[models]]\nname = "fake/model"\n', "on_mismatch must be one of keep, drop, recritique"),
@@ -296,7 +302,7 @@ def test_example_study_file_is_valid():
     assert [m.name for m in example.models][-1] == "hosted_vllm/Qwen/Qwen3-8B"
     assert len(example.models[-1].deployments) == 2
     assert set(example.ablations) == {"k", "train_size", "parts"}
-    assert set(example.probes) == {"suggestibility", "consistency"}
+    assert set(example.probes) == {"suggestibility", "consistency", "stream"}
     cells = study.plan(example, {d: "x" for d in example.datasets})
     assert len(cells) == len(example.models) * len(example.datasets)
 
@@ -312,3 +318,34 @@ def test_each_shipped_study_file_is_what_the_shipped_logs_ran(home, path):
     study = load(path)
     states = {t.label: task_state(t) for cell in plan(study, check(study)) for t in cell.tasks}
     assert states and set(states.values()) == {"complete"}, states
+
+
+def test_a_studys_stream_arms_are_the_runs_of_critique_stream_arms(home, fake_llm, capsys):
+    """[probes.stream] arms = true writes the run directories ``critique stream --arms`` writes, with the same
+    records; its random control takes the verifier arm's budget once that arm has run."""
+    study = write(home / "study.toml", BASE.replace("limit = 3", "limit = 4\nk = 3") + """
+[[models]]
+name = "fake/model"
+
+[probes.stream]
+arms = true
+""")
+    assert main(["study", str(study), "--dry-run"]) == 0
+    assert "stream-self-deinflate-randomN (new)" in capsys.readouterr().out  # the budget is not known yet
+    assert main(["study", str(study)]) == 0
+    studied = {p.name: p for p in run_dirs(home / "out") if "__stream-" in p.name}
+    assert main(["stream", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "4", "--k", "3", "--arms",
+                 "--out", str(home / "arms"), "--quiet"]) == 0
+    streamed = {p.name: p for p in run_dirs(home / "arms")}
+    assert sorted(studied) == sorted(streamed) and len(studied) == 6
+    assert any("deinflate-random" in name and not name.endswith("randomN") for name in studied)
+    for name, path in studied.items():
+        mine, theirs = rundir.read_run(path), rundir.read_run(streamed[name])
+        assert mine["manifest"]["probe"] == theirs["manifest"]["probe"]
+        assert _answers(mine) == _answers(theirs) and _answers(mine)
+    fake_llm.CALLS.clear()
+    assert main(["study", str(study)]) == 0 and fake_llm.CALLS == []
+
+
+def _answers(data: dict) -> list[tuple]:
+    return sorted((r["step"], r["item_id"], r["answer"]) for r in data["predictions"] if r["stage"] == "stream")

@@ -78,15 +78,16 @@ def main(args) -> int:
     if args.arms and (args.demote or args.demote_count is not None or args.disable_test or args.refresh_every):
         raise UserError("--arms sets the arms itself: give --demote, --disable-test and --refresh-every to one "
                         "stream")
-    arms = stream_spec.ARMS if args.arms else [(None, args.feedback, args.start, args.demote)]
+    if args.arms:
+        arms = stream_spec.arm_probes(args.order, args.conflicts, args.rank, args.conflict_similarity)
+    else:
+        arms = [(None, stream_spec.stream_probe(args.feedback, args.order, args.conflicts, args.start, args.rank,
+                                                args.conflict_similarity, args.demote, args.demote_count,
+                                                args.disable_test, args.refresh_every))]
     outs: list[Path] = []
-    for name, feedback, start, demote in arms:
-        count = args.demote_count
-        if args.arms and demote == stream_spec.RANDOM:
-            count = demoted(outs[-1])  # the verifier arm's budget
-        probe = stream_spec.stream_probe(feedback, args.order, args.conflicts, start, args.rank,
-                                         args.conflict_similarity, demote, count, args.disable_test,
-                                         args.refresh_every)
+    for name, probe in arms:
+        if args.arms and probe.get("demote") == stream_spec.RANDOM:
+            probe = {**probe, "demote_count": stream_spec.demoted(outs[-1])}  # the verifier arm's budget
         out, finished = _one(args, config, probe)
         outs.append(out)
         if not finished:  # a later arm would compare with an unfinished one (the random control's budget)
@@ -121,14 +122,6 @@ def _one(args, config, probe: dict) -> tuple[Path, bool]:
                              progress=not args.quiet)
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
     return out, outcome.errors is None
-
-
-def demoted(run: Path) -> int:
-    """How many notes a de-inflation arm demoted (memory/notes.jsonl)."""
-    from critique.base.rundir import MEMORY, NOTES, read_jsonl
-
-    path = run / MEMORY / NOTES
-    return sum(v["why"].startswith("demoted") for v in read_jsonl(path)) if path.exists() else 0
 
 
 def history_main(args) -> int:

@@ -89,6 +89,11 @@ def consistency_probe(repeats: int, split: str = "test") -> dict:
 
 
 def probe_suffix(probe: dict) -> str:
+    """The run directory's suffix of a probe (a stream's: critique.experiments.stream_spec.stream_suffix)."""
+    from critique.experiments.stream_spec import STREAM, stream_suffix
+
+    if probe["name"] == STREAM:
+        return stream_suffix(probe)
     if probe["name"] == "suggestibility":
         return "suggestibility" + (f"-{probe['attribution']}" if probe.get("attribution") else "")
     split = probe.get("split", "test")
@@ -248,6 +253,13 @@ def consistency_summary(predictions: list[dict], repeats: int) -> dict:
 
 # ---- one probe run ------------------------------------------------------------------------
 def work_for(probe: dict):
+    """What runs a probe's run directory (critique.runner.execute_run's ``work``)."""
+    from critique.experiments.stream_spec import STREAM
+
+    if probe["name"] == STREAM:
+        from critique.experiments.stream import stream
+
+        return stream
     return suggestibility if probe["name"] == "suggestibility" else consistency
 
 

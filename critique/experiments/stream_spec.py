@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pathlib import Path
+
 from critique.base.errors import UserError
+from critique.base.rundir import MEMORY, NOTES, read_jsonl
 from critique.base.vocab import EP_CRIT, EP_SEM_CRIT, REORDER, STREAM, STREAM_CRITIQUE  # noqa: F401  (re-exported)
 
 FEEDBACKS = ("gold", "noisy:R", "self", "none", "delayed:D")
@@ -110,3 +113,18 @@ def stream_suffix(probe: dict) -> str:
     parts += ["disable"] if probe.get("disable") else []
     parts += [f"refresh-{probe['refresh_every']}"] if probe.get("refresh_every") else []
     return "-".join(parts)
+
+
+def arm_probes(order: int = 0, conflicts: str = "append", rank: str = "similarity",
+               conflict_similarity: float = CONFLICT_SIMILARITY, demote_count: int = 0) -> list[tuple[str, dict]]:
+    """(name, probe) of each arm of one comparison (ARMS), in order; the random control's ``demote_count`` is the
+    verifier arm's, known only once that arm has run (``demoted``): the one given stands in for it until then."""
+    return [(name, stream_probe(feedback, order, conflicts, start, rank, conflict_similarity, demote,
+                                demote_count if demote == RANDOM else None))
+            for name, feedback, start, demote in ARMS]
+
+
+def demoted(run: Path) -> int:
+    """How many notes a de-inflation arm demoted (memory/notes.jsonl): its random control's budget."""
+    path = Path(run) / MEMORY / NOTES
+    return sum(v["why"].startswith("demoted") for v in read_jsonl(path)) if path.exists() else 0

@@ -27,8 +27,9 @@ from critique.base.errors import Stopped
 from critique.base.rundir import redact
 from critique.experiments import ablations, probes, reuse
 from critique.experiments.study import engines
-from critique.experiments.study.file import Cell, _error, check, load
-from critique.experiments.study.plan import plan, task_state
+from critique.experiments.study.fields import error
+from critique.experiments.study.file import Cell, check, load
+from critique.experiments.study.plan import plan, resolved, task_state
 from critique.runner import execute, execute_run
 
 STOP_WAIT_S = 120.0  # how long an interrupted study waits for its cells to stop their calls
@@ -110,6 +111,10 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
         try:
             pool = reuse.matching_calls([Path(out)], cell.model.name, cell.checksum)
             for task in cell.tasks:
+                task = resolved(task)
+                if task.budget_from is not None:
+                    errors[task.label] = "not run: the verifier arm whose budget it takes did not finish"
+                    continue
                 if task_state(task) == "complete":
                     continue
                 if task.probe is not None:
@@ -161,7 +166,7 @@ def _backend(backend: str, scheduler: str | None):
             import ray
             from ray.util.joblib import register_ray
         except ImportError:
-            raise _error("--backend ray needs the package ray (pip install 'ray[default]')") from None
+            raise error("--backend ray needs the package ray (pip install 'ray[default]')") from None
         register_ray()
         if scheduler:
             ray.init(address=scheduler)
@@ -170,7 +175,7 @@ def _backend(backend: str, scheduler: str | None):
         try:
             from distributed import Client
         except ImportError:
-            raise _error("--backend dask needs the packages dask and distributed") from None
+            raise error("--backend dask needs the packages dask and distributed") from None
         return Client(scheduler) if scheduler else Client()
     return None
 
@@ -184,10 +189,10 @@ def main(args) -> int:
     jobs = args.jobs or study.jobs
     backend = args.backend or study.backend
     if jobs < 1:
-        raise _error(f"--jobs must be at least 1, not {jobs}")
+        raise error(f"--jobs must be at least 1, not {jobs}")
     checksums = check(study)
     cells = plan(study, checksums)
-    states = {c.index: [task_state(t) for t in c.tasks] for c in cells}
+    states = {c.index: [task_state(resolved(t)) for t in c.tasks] for c in cells}
     todo = [c for c in cells if any(s != "complete" for s in states[c.index])]
     say(f"study {study.path}: {len(cells)} cells ({len(study.models)} models x {len(study.datasets)} datasets), "
         f"{sum(len(c.tasks) for c in cells)} run directories under {study.out}; "

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from critique.base.config import canonical_critic, setting_problem
-from critique.base.errors import UserError
 from critique.base.rundir import add_param_secrets, add_url_secrets
-from critique.experiments import ablations, probes
+from critique.experiments.study.fields import check_table, error, filters, string_list, typed, unknown
+from critique.experiments import ablations
+from critique.experiments.study import probe_tables
 
 SETTINGS = {  # top-level field -> (type, what it is)
     "out": (str, "parent folder of the run directories"),
@@ -49,8 +50,6 @@ MODEL_FIELD_OF = {**FIELD_OF, "name": "model"}
 TABLES = ("models", "providers", "probes", "ablations", "router")
 MODEL_FIELDS = {"name": str, "api_base": str, "reasoning_effort": str, "max_tokens": int, "temperature": float,
                 "concurrency": int, "timeout": float, "retries": int, "context_tokens": int}
-PROBE_FIELDS = {"suggestibility": {"attributions", "datasets", "models"},
-                "consistency": {"repeats", "split", "datasets", "models"}}
 ABLATION_FIELDS = {"values", "quantiles", "datasets", "models"}  # quantiles: the gate's, from train
 ROUTER_FIELDS = {"routing_strategy", "model_list"}
 DEPLOYMENT_FIELDS = {"model_name", "litellm_params", "model_info"}
@@ -61,9 +60,6 @@ CONNECTION_PARAMS = {"model", "api_base", "api_key", "api_version", "organizatio
                      "vertex_project", "vertex_location", "vertex_credentials"}
 BACKENDS = ("threading", "loky", "dask", "ray")
 
-
-def _error(message: str) -> UserError:
-    return UserError(message)
 
 
 @dataclass
@@ -91,6 +87,7 @@ class Task:
     out: Path
     probe: dict | None = None
     ablation: dict | None = None
+    budget_from: Path | None = None  # a stream's random control: the verifier arm whose budget it takes
 
 
 @dataclass
@@ -123,36 +120,6 @@ class Study:
 
 
 # ---- reading and checking the file --------------------------------------------------------
-def _unknown(path: Path, where: str, key: str, known) -> Exception:
-    return _error(f"{path}: unknown field {where}{key!r} (known: {', '.join(sorted(known))})")
-
-
-def _check_table(path: Path, where: str, entry, fields) -> None:
-    """``entry`` is a TOML table whose keys are all in ``fields``."""
-    if not isinstance(entry, dict):
-        raise _error(f"{path}: {where} must be a table")
-    for key in entry:
-        if key not in fields:
-            raise _unknown(path, f"{where}: ", key, fields)
-
-
-def _typed(path: Path, where: str, value, kind):
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if (kind is not bool and isinstance(value, bool)) or not isinstance(value, kind):
-        what = {str: "a string", int: "a whole number", float: "a number", bool: "true or false", list: "a list"}
-        raise _error(f"{path}: {where} must be {what[kind]}, not {value!r}")
-    return value
-
-
-def _string_list(path: Path, where: str, value) -> list[str]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise _error(f"{path}: {where} must be a list of names, not {value!r}")
-    return [v.strip() for v in value]
-
-
 def load(path: str | Path) -> Study:
     """Parse and check the study file (no call, nothing written)."""
     from critique.engine.methods import parse_strategies
@@ -162,159 +129,134 @@ def load(path: str | Path) -> Study:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not part of the TOML
     except FileNotFoundError:
-        raise _error(f"{path}: study file not found") from None
+        raise error(f"{path}: study file not found") from None
     except tomllib.TOMLDecodeError as exc:
-        raise _error(f"{path}: not valid TOML ({exc})") from None
+        raise error(f"{path}: not valid TOML ({exc})") from None
     for key in data:
         if key not in SETTINGS and key not in TABLES:
-            raise _unknown(path, "", key, list(SETTINGS) + list(TABLES))
+            raise unknown(path, "", key, list(SETTINGS) + list(TABLES))
     for table in ("providers", "probes", "ablations", "router"):
         if table in data and not isinstance(data[table], dict):
-            raise _error(f"{path}: {table} must be a table ([{table}])")
-    settings = {k: _typed(path, k, data[k], SETTINGS[k][0]) for k in SETTINGS if k in data}
+            raise error(f"{path}: {table} must be a table ([{table}])")
+    settings = {k: typed(path, k, data[k], SETTINGS[k][0]) for k in SETTINGS if k in data}
     here = path.resolve().parent
     rel = lambda p: str(p if Path(p).is_absolute() else here / p)  # noqa: E731  (relative to the file)
     for key in ("data_dir", "cache_dir"):
         if key in settings:
             settings[key] = rel(settings[key])
     if not settings.get("out", "-").strip():
-        raise _error(f"{path}: out must not be empty (leave it out for runs/{path.stem})")
+        raise error(f"{path}: out must not be empty (leave it out for runs/{path.stem})")
     out = Path(rel(settings.pop("out", f"runs/{path.stem}")))
     for key, value in settings.items():  # a study file's "retries" is RunConfig's num_retries
         problem = setting_problem(FIELD_OF.get(key, key), value) if key != "jobs" else \
             (f"must be at least 1, not {value}" if value < 1 else None)
         if problem:
-            raise _error(f"{path}: {key} {problem}")
+            raise error(f"{path}: {key} {problem}")
     if "critic" in settings or "label_budget" in settings:
         try:
             settings["critic"], settings["label_budget"] = canonical_critic(settings.get("critic", "gold"),
                                                                             settings.get("label_budget"))
         except ValueError as exc:
-            raise _error(f"{path}: critic/label_budget: {exc}") from None
+            raise error(f"{path}: critic/label_budget: {exc}") from None
     backend = settings.pop("backend", "threading")
     if backend not in BACKENDS:
-        raise _error(f"{path}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        raise error(f"{path}: backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
     jobs = settings.pop("jobs", 4)
-    datasets = _string_list(path, "datasets", data.get("datasets", []))
+    datasets = string_list(path, "datasets", data.get("datasets", []))
     if not datasets:
-        raise _error(f"{path}: datasets: give at least one dataset")
+        raise error(f"{path}: datasets: give at least one dataset")
     seen: dict[str, str] = {}
     for name in datasets:  # a run directory is named after the dataset's folder name
         other = seen.setdefault(Path(name).name, name)
         if other != name or datasets.count(name) > 1:
-            raise _error(f"{path}: datasets: {name!r} is listed twice" if other == name else
-                         f"{path}: datasets: {other!r} and {name!r} would write the same run directories "
+            raise error(f"{path}: datasets: {name!r} is listed twice" if other == name else
+                        f"{path}: datasets: {other!r} and {name!r} would write the same run directories "
                          f"(both are named {Path(name).name!r})")
     settings.pop("datasets", None)
     strategies = settings.pop("strategies", list(DEFAULT))
     if strategies == []:
-        raise _error(f"{path}: strategies: give at least one strategy (leave the field out for all five)")
+        raise error(f"{path}: strategies: give at least one strategy (leave the field out for all five)")
     try:
-        strategies = parse_strategies(",".join(_string_list(path, "strategies", strategies)))
+        strategies = parse_strategies(",".join(string_list(path, "strategies", strategies)))
     except ValueError as exc:
-        raise _error(f"{path}: strategies: {exc}") from None
+        raise error(f"{path}: strategies: {exc}") from None
 
     raw_models = data.get("models")
     if not isinstance(raw_models, list) or not raw_models:
-        raise _error(f"{path}: give at least one [[models]] table with a name")
+        raise error(f"{path}: give at least one [[models]] table with a name")
     models = []
     for number, entry in enumerate(raw_models, start=1):
         where = f"[[models]] #{number}"
-        _check_table(path, where, entry, MODEL_FIELDS)
+        check_table(path, where, entry, MODEL_FIELDS)
         if "name" not in entry:
-            raise _error(f"{path}: {where} has no name (a litellm model string)")
-        values = {k: _typed(path, f"{where}.{k}", v, MODEL_FIELDS[k]) for k, v in entry.items()}
+            raise error(f"{path}: {where} has no name (a litellm model string)")
+        values = {k: typed(path, f"{where}.{k}", v, MODEL_FIELDS[k]) for k, v in entry.items()}
         for key, value in values.items():
             problem = setting_problem(MODEL_FIELD_OF.get(key, key), value)
             if problem:
-                raise _error(f"{path}: {where}.{key} {problem}")
+                raise error(f"{path}: {where}.{key} {problem}")
         add_url_secrets(values.get("api_base"))
         models.append(Model(**values))
     names = [m.name for m in models]
     if len(set(names)) != len(names):
-        raise _error(f"{path}: a model is listed twice in [[models]]")
+        raise error(f"{path}: a model is listed twice in [[models]]")
 
     providers = {}
     for key, value in (data.get("providers") or {}).items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise _error(f"{path}: providers.{key} must be a whole number >= 1 (calls in flight), not {value!r}")
+            raise error(f"{path}: providers.{key} must be a whole number >= 1 (calls in flight), not {value!r}")
         providers[key] = value
-    unknown = sorted(set(providers) - {m.provider for m in models})
-    if unknown:
-        raise _error(f"{path}: providers.{unknown[0]} is not the provider of any [[models]] entry (theirs: "
-                     f"{', '.join(sorted({m.provider for m in models}))})")
+    strangers = sorted(set(providers) - {m.provider for m in models})
+    if strangers:
+        raise error(f"{path}: providers.{strangers[0]} is not the provider of any [[models]] entry (theirs: "
+                    f"{', '.join(sorted({m.provider for m in models}))})")
 
     router = data.get("router") or {}
     for key in router:
         if key not in ROUTER_FIELDS:
-            raise _unknown(path, "router.", key, ROUTER_FIELDS)
+            raise unknown(path, "router.", key, ROUTER_FIELDS)
     by_name = {m.name: m for m in models}
     for number, entry in enumerate(router.get("model_list") or [], start=1):
         where = f"[[router.model_list]] #{number}"
-        _check_table(path, where, entry, DEPLOYMENT_FIELDS)
+        check_table(path, where, entry, DEPLOYMENT_FIELDS)
         params = entry.get("litellm_params")
         if not isinstance(params, dict) or not isinstance(params.get("model"), str) \
                 or not isinstance(params.get("api_base"), str):
-            raise _error(f"{path}: {where}.litellm_params needs model and api_base (one endpoint of the model)")
+            raise error(f"{path}: {where}.litellm_params needs model and api_base (one endpoint of the model)")
         sampling = sorted(set(params) - CONNECTION_PARAMS)
         if sampling:
-            raise _error(f"{path}: {where}.litellm_params.{sampling[0]} is not a connection setting ("
-                         f"{', '.join(sorted(CONNECTION_PARAMS))}): a setting of how the model answers belongs in "
+            raise error(f"{path}: {where}.litellm_params.{sampling[0]} is not a connection setting ("
+                        f"{', '.join(sorted(CONNECTION_PARAMS))}): a setting of how the model answers belongs in "
                          "[[models]] or the top level, where it is checked, recorded and part of the request hash")
         if entry.get("model_name") not in by_name:
-            raise _error(f"{path}: {where}.model_name {entry.get('model_name')!r} is not the name of a [[models]] "
-                         f"entry ({', '.join(names)})")
+            raise error(f"{path}: {where}.model_name {entry.get('model_name')!r} is not the name of a [[models]] "
+                        f"entry ({', '.join(names)})")
         add_param_secrets(params)  # a key written in the study file is redacted like one in the environment
         model = by_name[entry["model_name"]]
         model.deployments = (model.deployments or []) + [entry]
     for model in models:
         if model.deployments and model.api_base:
-            raise _error(f"{path}: model {model.name!r} has both api_base and router deployments; keep one")
+            raise error(f"{path}: model {model.name!r} has both api_base and router deployments; keep one")
 
-    probes_ = {}
-    for name, spec in (data.get("probes") or {}).items():
-        if name not in PROBE_FIELDS:
-            raise _unknown(path, "probes.", name, PROBE_FIELDS)
-        if not isinstance(spec, dict):
-            raise _error(f"{path}: probes.{name} must be a table")
-        for key in spec:
-            if key not in PROBE_FIELDS[name]:
-                raise _unknown(path, f"probes.{name}.", key, PROBE_FIELDS[name])
-        checked = _filters(path, f"probes.{name}", spec, datasets, names)
-        try:
-            if name == "suggestibility":
-                checked["attributions"] = list(dict.fromkeys(
-                    probes.parse_attribution(a) for a in _string_list(path, "probes.suggestibility.attributions",
-                                                                      spec.get("attributions", ["none"]))))
-            else:
-                repeats = spec.get("repeats", 5)
-                if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 2:
-                    raise ValueError(f"repeats must be a whole number >= 2, not {repeats!r}")
-                split = spec.get("split", "test")
-                if split not in probes.SPLITS:
-                    raise ValueError(f"split must be test or train, not {split!r}")
-                checked.update(repeats=repeats, split=split)
-        except ValueError as exc:
-            raise _error(f"{path}: probes.{name}: {exc}") from None
-        probes_[name] = checked
+    probes_ = probe_tables.read(path, data.get("probes") or {}, datasets, names)
 
     ablations_ = {}
     for name, spec in (data.get("ablations") or {}).items():
         if name not in ablations.NAMES:
-            raise _unknown(path, "ablations.", name, ablations.NAMES)
+            raise unknown(path, "ablations.", name, ablations.NAMES)
         if not isinstance(spec, dict):
-            raise _error(f"{path}: ablations.{name} must be a table")
+            raise error(f"{path}: ablations.{name} must be a table")
         for key in spec:
             if key not in ABLATION_FIELDS:
-                raise _unknown(path, f"ablations.{name}.", key, ABLATION_FIELDS)
-        checked = _filters(path, f"ablations.{name}", spec, datasets, names)
+                raise unknown(path, f"ablations.{name}.", key, ABLATION_FIELDS)
+        checked = filters(path, f"ablations.{name}", spec, datasets, names)
         if "quantiles" in spec:
             checked["quantiles"] = _gate_quantiles(path, name, spec)
         else:
             try:
                 checked["values"] = ablations.parse_values(name, spec.get("values", ablations.DEFAULT_VALUES[name]))
             except ValueError as exc:
-                raise _error(f"{path}: ablations.{name}.values: {exc}") from None
+                raise error(f"{path}: ablations.{name}.values: {exc}") from None
         ablations_[name] = checked
 
     return Study(path=path, out=out, models=models, datasets=datasets, strategies=strategies, settings=settings,
@@ -327,30 +269,17 @@ def _gate_quantiles(path, name: str, spec: dict) -> list[float]:
     from critique.experiments import gate_choice
 
     if name != "gate":
-        raise _error(f"{path}: ablations.{name}.quantiles: only the gate ablation's thresholds are chosen from "
-                     "quantiles (give values)")
+        raise error(f"{path}: ablations.{name}.quantiles: only the gate ablation's thresholds are chosen from "
+                    "quantiles (give values)")
     if "values" in spec:
-        raise _error(f"{path}: ablations.gate: give values or quantiles, not both")
+        raise error(f"{path}: ablations.gate: give values or quantiles, not both")
     quantiles = spec["quantiles"]
     try:
         if not isinstance(quantiles, list) or not quantiles:
             raise ValueError(f"ablation gate: quantiles must be a list of numbers in (0, 1), not {quantiles!r}")
         return gate_choice.check_quantiles(quantiles)
     except ValueError as exc:
-        raise _error(f"{path}: ablations.gate.quantiles: {exc}") from None
-
-
-def _filters(path: Path, where: str, spec: dict, datasets: list[str], models: list[str]) -> dict:
-    """The optional datasets/models a probe or ablation is limited to (each must be in the study)."""
-    out = {}
-    for key, known in (("datasets", datasets), ("models", models)):
-        if key in spec:
-            chosen = _string_list(path, f"{where}.{key}", spec[key])
-            strange = [c for c in chosen if c not in known]
-            if strange:
-                raise _error(f"{path}: {where}.{key}: {', '.join(strange)} not among the study's {key}")
-            out[key] = chosen
-    return out
+        raise error(f"{path}: ablations.gate.quantiles: {exc}") from None
 
 
 def check(study: Study) -> dict[str, str]:
@@ -371,13 +300,13 @@ def check(study: Study) -> dict[str, str]:
                     raise ValueError(f"litellm cannot route deployment model {params['model']!r}") from None
             check_model(LLMConfig(model=model.name, api_base=_api_base(model)))
         except ValueError as exc:
-            raise _error(f"{study.path}: [[models]] {model.name!r}: {exc}") from None
+            raise error(f"{study.path}: [[models]] {model.name!r}: {exc}") from None
     checksums = {}
     for name in study.datasets:
         try:
             checksums[name] = resolve(name, study.settings.get("data_dir")).checksum
         except DatasetError as exc:
-            raise _error(f"{study.path}: datasets: {exc}") from None
+            raise error(f"{study.path}: datasets: {exc}") from None
     return checksums
 
 

@@ -5,11 +5,12 @@ cell)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
+from pathlib import Path
 
 from critique.base import rundir
 from critique.base.config import IDENTITY, RunConfig, manifest_value
-from critique.experiments import ablations, probes
+from critique.experiments import ablations, probes, stream_spec
 from critique.experiments.study.file import Cell, Model, Study, Task, _api_base
 from critique.runner import run_name
 
@@ -49,6 +50,38 @@ def _values(base, name: str, spec: dict) -> list[tuple]:
     return [(value, None) for value in spec["values"]]
 
 
+def _probe_tasks(study: Study, base: RunConfig, found: list[dict]) -> list[Task]:
+    """The run directories of one probe table's probes in one cell. A stream's random control takes the budget of
+    the verifier arm before it (``budget_from``): until that arm has finished it is named with N for its count."""
+    tasks: list[Task] = []
+    for probe in found:
+        config = probes.probe_config(base, probe)
+        budget_from = tasks[-1].out if probe.get("demote") == stream_spec.RANDOM else None
+        suffix = probes.probe_suffix({**probe, "demote_count": "N"} if budget_from else probe)
+        tasks.append(Task(suffix, config, study.out / run_name(config, suffix), probe=probe, budget_from=budget_from))
+    return tasks
+
+
+def resolved(task: Task) -> Task:
+    """A stream's random control whose verifier arm has finished: with that arm's budget (the number of notes it
+    demoted) and the run directory named by it. Any other task as it is (a random control whose verifier arm has
+    not finished keeps ``budget_from``: it cannot run yet)."""
+    if task.budget_from is None or not _finished(task.budget_from):
+        return task
+    probe = {**task.probe, "demote_count": stream_spec.demoted(task.budget_from)}
+    suffix = probes.probe_suffix(probe)
+    return replace(task, label=suffix, out=task.out.parent / run_name(task.config, suffix), probe=probe,
+                   budget_from=None)
+
+
+def _finished(out: Path) -> bool:
+    """The run directory's work ended without an error."""
+    try:
+        return rundir.read_manifest(out).get("status") == "complete"
+    except (OSError, ValueError):
+        return False
+
+
 def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
     cells = []
     for model in study.models:
@@ -57,16 +90,9 @@ def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
             cell = Cell(len(cells) + 1, model, dataset, checksums[dataset])
             if study.strategies:
                 cell.tasks.append(Task("run", base, study.out / run_name(base)))
-            for name, spec in study.probes.items():
-                if not _selected(spec, model, dataset):
-                    continue
-                found = [probes.suggestibility_probe(a) for a in spec["attributions"]] if name == "suggestibility" \
-                    else [probes.consistency_probe(spec["repeats"], spec["split"])]
-                for probe in found:
-                    config = probes.probe_config(base, probe)
-                    suffix = probes.probe_suffix(probe)
-                    cell.tasks.append(Task(suffix, config, study.out / run_name(config, suffix),
-                                           probe=probe))
+            for spec in study.probes.values():
+                if _selected(spec, model, dataset):
+                    cell.tasks += _probe_tasks(study, base, spec["probes"])
             for name, spec in study.ablations.items():
                 if not _selected(spec, model, dataset):
                     continue

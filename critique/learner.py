@@ -34,7 +34,6 @@ from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, 
 from critique.engine.memory import semantic as semantic_store
 from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
 from critique.base.config import RunConfig, manifest_run_config
-from critique.engine.strategies import STRATEGIES
 
 STAGE = "predict"
 DATA = "data"
@@ -139,17 +138,31 @@ class Learner:
         return self._encoder_kept
 
     # ---- fit ------------------------------------------------------------------------
-    def fit(self, data) -> "Learner":
+    def fit(self, data, methods=()) -> "Learner":
         """Run the train stage on ``data``: (question, label) or (id, question, label) tuples,
         ``Item``s, dicts with question/answer (and id), or a dataset folder or name (its train
-        split). Resumes like ``critique run``: the same data again makes no call.
+        split), then the offline stage of each of ``methods`` (the field's memory methods, e.g. "ace",
+        "dc", "expel": critique.engine.field) under ``train_budget`` when the Learner was given one.
+        Resumes like ``critique run``: the same data again makes no call.
         A run directory holding a run on other data is refused before anything is written."""
+        from critique.engine.methods import method, parse_strategies
+
+        learners = [method(name) for name in parse_strategies(",".join(methods))] if methods else []
+        if any(not hasattr(m, "learn") for m in learners):
+            raise ValueError("methods: only memory methods with an offline stage of their own (ace, ace:nolabel, dc, "
+                             "expel); the five strategies need the train stage alone")
         items, card = self._train_data(data)
         self._write_data(items, card)
         self.config = replace(self.config, dataset=str(self.out / DATA))
         opened = []
+
+        async def train(run) -> None:
+            await run.train_stage()
+            for learner in learners:
+                await learner.learn(run)
+
         try:
-            self._execute(lambda run: run.train_stage(), opened.append)
+            self._execute(train, opened.append)
         finally:
             self.calls_made = opened[0].llm.calls_made if opened else 0
         self._memory, self._semantic = opened[0].memory, dict(sorted(opened[0].semantic.items()))
@@ -197,7 +210,9 @@ class Learner:
 
     # ---- predict --------------------------------------------------------------------
     def predict(self, questions, strategy: str = "EP+SEM_CRIT", user: str | None = None) -> list[Prediction]:
-        """Answer each question (a string, or an ``Item`` whose label is ignored) with ``strategy``.
+        """Answer each question (a string, or an ``Item`` whose label is ignored) with ``strategy``: one of the
+        five, or a memory method (its offline stage is replayed from the run's log; one that ``fit`` did not run
+        runs here, its calls logged like fit's).
 
         There is no gold label here, so an unparseable reply is not replaced by a random wrong
         option as in the test stage: it gives ``answer=None, parse_failed=True``. A reply cut
@@ -205,8 +220,9 @@ class Learner:
         ``user``: the memory pool of preference data (a string question has no user otherwise).
         Answers already logged for the same prompt are returned without a call.
         """
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+        from critique.engine.methods import method, parse_strategies
+
+        parse_strategies(strategy)  # ValueError naming the known ones
         items = [_question(q, user) for q in ([questions] if isinstance(questions, str) else questions)]
         if not items:
             return []
@@ -222,6 +238,9 @@ class Learner:
             run.use_memory(self.memory, self.semantic)
 
         async def go(run) -> None:
+            learner = method(strategy)
+            if hasattr(learner, "learn"):
+                await learner.learn(run)
             vectors = run.encoder.encode([i.question for i in unique])
 
             async def one(pair) -> None:
@@ -301,15 +320,20 @@ class Learner:
 
 async def _predict_one(run, name: str, item: Item, vector) -> dict:
     """One question with one strategy; the logged record is reused when the prompt is the same."""
-    found = run.performance_prompt(name, item, vector)
+    from critique.engine.methods import method
+
+    found = method(name).prompt(run, item, vector)
     if found is None:
-        return run.unanswered(STAGE, name, item, "no semantic memory for this pool (the summary call failed, or an "
-                                                 "unknown user)")
+        missing = getattr(method(name), "missing", None)
+        return run.unanswered(STAGE, name, item, missing(run, item) if missing else "no semantic memory for this pool "
+                              "(the summary call failed, or an unknown user)")
     prompt, examples = found
     from critique.engine.memory import selection
 
+    schema = getattr(method(name), "schema", None)
     return await run.answer(STAGE, name, item, prompt, seed=(), retrieved=[e["id"] for e in examples],
-                            judge=_unlabeled(run.space), keep_same=True, extra=selection.logged(examples))
+                            judge=_unlabeled(run.space), keep_same=True, extra=selection.logged(examples),
+                            schema=schema(run) if schema else None)
 
 
 def _unlabeled(space: list[str]):

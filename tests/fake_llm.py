@@ -60,8 +60,11 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
         if scripted is not None:
             return json.dumps(scripted)
         pick = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(options)
-        return json.dumps({"answer": options[pick]})
+        more = {key: _filled(value, prompt, key) for key, value in props.items() if key != "answer"}
+        return json.dumps({**more, "answer": options[pick]})
     echo = os.environ.get("FAKE_LLM_ECHO", "")
+    if "advice" not in props and props:  # the field's methods' replies (critique.engine.field)
+        return json.dumps(_filled(schema, prompt, ""))
     if "verdict" in props:  # the self critic (--critic self): no label in the prompt
         return _self_reply(prompt, props, echo)
     if "correct_answer" in props:
@@ -82,6 +85,28 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
         cited = [[1, 2]] + [[n] for n in range(3, len(lines) + 1)][:len(lines) - 2] + [[99]]
         return json.dumps({"advice": [{"text": t, "sources": c} for t, c in zip(lines, cited)]})
     return json.dumps({"advice": lines})
+
+
+def _filled(schema: dict, prompt: str, path: str):
+    """A reply that follows ``schema``, each value chosen by a hash of the prompt and of where it is: an enum's
+    option, one item of an array, a short sentence for a string (an ExpeL operation, ADD or AGREE, where one is
+    asked for; a cheatsheet that keeps what the prompt's previous one said)."""
+    hashed = int(hashlib.sha256(f"{prompt}\0{path}".encode()).hexdigest(), 16)
+    if "enum" in schema:
+        return schema["enum"][hashed % len(schema["enum"])]
+    kind = schema.get("type")
+    if kind == "object":
+        return {key: _filled(value, prompt, f"{path}.{key}") for key, value in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [_filled(schema.get("items", {}), prompt, f"{path}[0]")]
+    if kind == "integer":
+        return 1
+    if path.strip(".") == "operations[0]":  # ExpeL: add a rule, or agree with the first one shown
+        shown = prompt.split("EXISTING RULES:\n1. ", 1)
+        if len(shown) == 2 and hashed % 2:
+            return f"AGREE 1: {shown[1].split(chr(10), 1)[0]}"
+        return f"ADD 1: Apply rule {hashed % 5 + 1} before anything else."
+    return f"Rule {hashed % 5 + 1} on {path.strip('.')}."
 
 
 def _self_reply(prompt: str, props: dict, echo: str) -> str:

@@ -190,3 +190,19 @@ def test_learning_a_question_again_with_other_feedback_writes_a_new_version(home
     history = [v for v in rundir.read_jsonl(out / "memory" / "notes.jsonl") if v["note"].startswith("stream:")]
     assert [(v["version"], v["status"], v["entry"]["label"]) for v in history] == [(1, "active", "no"),
                                                                                    (2, "revised", "yes")]
+
+
+def test_fit_runs_a_field_methods_offline_stage_and_predict_answers_with_its_memory(home, fake_llm):
+    out = home / "run"
+    lr = learner(out, train_budget=100_000).fit(TRAIN, methods=["dc"])
+    offline = [c for c in rundir.read_jsonl(out / "calls.jsonl") if c["strategy"] == "dc"]
+    assert {c["stage"] for c in offline} == {"dc_generate", "dc_curate"}
+    sheet = json.loads((out / "memory" / "dc.json").read_text(encoding="utf-8"))["pools"]["all"]["notes"]
+    predictions = lr.predict(NEW, strategy="dc")
+    assert [p.strategy for p in predictions] == ["dc"] * 3 and all(p.answer in SPACE for p in predictions)
+    assert all(p.retrieved == [n["id"] for n in sheet] for p in predictions)  # the cheatsheet it learned
+    fake_llm.CALLS.clear()
+    learner(out, train_budget=100_000).predict(NEW, strategy="dc")  # the offline stage replays from the log
+    assert fake_llm.CALLS == []
+    with pytest.raises(ValueError, match="offline stage of their own"):
+        learner(out).fit(TRAIN, methods=["EP_CRIT"])

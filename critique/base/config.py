@@ -67,6 +67,7 @@ class RunConfig:
     retrieval: str = "nearest"  # RETRIEVALS: the K nearest entries, or contrast pairs
     advice_sources: str = "chunk"  # ADVICE_SOURCES: each advice line's sources, its chunk or the critiques it cites
     cache_size_gb: float = 8.0  # the response cache's size limit (older entries are evicted past it)
+    train_budget: int | None = None  # tokens (prompt + completion) each method's own offline stage may spend
 
     def __post_init__(self):
         """Every setting checked here, once, whoever builds the config (the command line, a study file, the
@@ -91,7 +92,8 @@ IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature",
             "prompts",  # prompts: the prompt set (every request hash depends on it too)
             "gate", "inject_budget", "retrieval",  # which retrieved entries enter a prompt
             "advice_sources",  # the summary prompts and replies
-            "critic", "label_budget")  # critic, label_budget: what the critic sees of the train labels
+            "critic", "label_budget",  # critic, label_budget: what the critic sees of the train labels
+            "train_budget")  # train_budget: where a method's offline stage stops (the memory it builds)
 # The value a run had for a setting its manifest predates, where that is not RunConfig's default:
 # every run before --prompts existed used the templates now in prompts/compact/.
 LEGACY = {"prompts": "compact"}
@@ -99,7 +101,7 @@ LEGACY = {"prompts": "compact"}
 # The least value of each numeric setting (RunConfig's field names).
 BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.001, "num_retries": 0,
           "temperature": 0.0, "call_processes": 0, "context_tokens": 1, "gate": -1.0, "inject_budget": 0,
-          "train_fraction": 0.0, "cache_size_gb": 0.001}
+          "train_fraction": 0.0, "cache_size_gb": 0.001, "train_budget": 1}
 # The greatest value, where there is one (the gate is a cosine similarity; no provider takes a temperature above 2).
 UPPER = {"gate": 1.0, "temperature": 2.0, "train_fraction": 1.0}
 # The settings that take one of a few names.
@@ -111,7 +113,8 @@ KINDS = {"dataset": str, "model": str, "strategies": list, "k": int, "parts": st
          "encoder": str, "use_cache": bool, "data_dir": str, "cache_dir": str, "timeout": float, "num_retries": int,
          "train_fraction": float, "endpoint_id": str, "call_processes": int, "context_tokens": int,
          "on_mismatch": str, "prompts": str, "critic": str, "label_budget": float, "gate": float,
-         "inject_budget": int, "retrieval": str, "advice_sources": str, "cache_size_gb": float}
+         "inject_budget": int, "retrieval": str, "advice_sources": str, "cache_size_gb": float,
+         "train_budget": int}
 
 
 class SettingError(UserError, ValueError):

@@ -98,6 +98,9 @@ CONFIG = (
     Field("label_budget", "number|null", "--label-budget (with --critic self): the nested seeded fraction of train "
           "items whose gold label the critic saw; null: none (absent in older logs: null)", analysis=True,
           required=False),
+    Field("train_budget", "integer|null", "--train-budget: the tokens (prompt + completion) each memory method's own "
+          "offline stage (ACE, Dynamic Cheatsheet, ExpeL, DSPy's optimizers) may spend before it stops; null "
+          "(absent in older logs): no limit", analysis=True, required=False),
     Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "
           "reasoning model (the analysis also detects reasoning_tokens > 0)", analysis=True, required=False),
 )

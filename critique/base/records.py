@@ -22,10 +22,13 @@ def _shared(what: str) -> tuple[Field, ...]:
         Field("run_id", "string", "id of the run that wrote the record (kept when a run is resumed)"),
         Field("stage", "string", f"the stage of the {what}: train_predict, critique, recritique (--on-mismatch "
               "recritique), summary, test, probe_predict, probe_critique, probe, predict (learner), credit, "
-              "credit_null, credit_prune, stream (a stream's answers), stream_critique (its feedback)", analysis=True),
+              "credit_null, credit_prune, stream (a stream's answers), stream_critique (its feedback); a field "
+              "method's offline stage (critique.engine.field): ace_generate, ace_reflect, ace_curate, dc_generate, "
+              "dc_curate, expel_attempt, expel_reflect, expel_insight", analysis=True),
         Field("strategy", "string|null", "test: the strategy (zero_shot, EP_LABEL, EP_CRIT, SEM_CRIT, EP+SEM_CRIT); "
               "probe: truth, lying or repeat-N; credit: full or without:ENTRY_ID; credit_null: null; credit_prune: "
-              "STRATEGY|RULE; stream: EP_CRIT; null in the train stage", analysis=what == "prediction"),
+              "STRATEGY|RULE; stream: EP_CRIT; a field method's offline stage: the method (ace, dc, ...); null in the "
+              "train stage", analysis=what == "prediction"),
         Field("item_id", "string|null", "the item's id in its dataset; null for a summary call", analysis=True),
         Field("user", "string|null", "the item's user (preference data); null otherwise", analysis=True),
     )

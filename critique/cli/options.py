@@ -40,6 +40,11 @@ RUN_OPTIONS = (
                                                     "of the summary call that wrote it (default, the paper's prompt); "
                                                     "cited: the summary is asked which critiques each line rests on, "
                                                     "and the numbers it gives are checked"}),
+    ("--train-budget", "train_budget", {"type": int, "metavar": "TOKENS",
+                                        "help": "each memory method's own offline stage (ace, dc, expel, dspy:*) "
+                                                "stops once it has spent this many tokens, prompt and completion "
+                                                "(default: no limit); the critique strategies' train stage is not "
+                                                "limited"}),
     ("--limit", "limit", {"type": int, "help": "first N train and N test items (per user for preference data)"}),
     ("--concurrency", "concurrency", {"type": int, "help": "calls in flight (default %(default)s)"}),
     ("--seed", "seed", {"type": int}),

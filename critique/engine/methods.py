@@ -13,6 +13,13 @@ A method has
   question's embedding; ``exclude``: an item id never shown), or None when the memory it needs is missing
   (the prediction is then an error that a rerun retries). ``Retrieved`` lists the memory entries shown, each
   a dict with an ``id``, and their similarity to the question.
+
+and may have
+- ``learn(run)``: its own offline stage (a coroutine), after the train stages it needs: the field's methods
+  (critique.engine.field) build their memory there, each call through ``run.call`` with the method's name as
+  its strategy; a run awaits the offline stages of its strategies together (``offline_stages``);
+- ``missing(run, item)``: why ``prompt`` gave None for the item (the prediction's error);
+- ``schema(run)``: the JSON schema of its answer, when it asks for more than the dataset's answer field.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from critique.engine import performance
 from critique.engine.strategies import PREFIX_ORDER, STRATEGIES, TRAIN_STAGES
 
 ENTRY_POINTS = "critique.methods"  # an installed package's methods: each entry point is a module to import
+BUILT_IN = ("critique.engine.field",)  # the project's own methods beside the five: the field's (ACE, DC, ExpeL)
 
 
 class CritiqueMemory:
@@ -54,13 +62,17 @@ def register(method) -> object:
 
 
 def load_installed() -> None:
-    """Import the modules that installed packages name in the entry-point group ``critique.methods`` (once)."""
+    """Import the project's own methods (BUILT_IN) and the modules that installed packages name in the entry-point
+    group ``critique.methods`` (once)."""
     global _loaded
     if _loaded:
         return
     _loaded = True
+    from importlib import import_module
     from importlib.metadata import entry_points
 
+    for name in BUILT_IN:  # by name: they register themselves here, and import this module to do so
+        import_module(name)
     for entry in entry_points(group=ENTRY_POINTS):
         entry.load()
 
@@ -77,6 +89,15 @@ def needed_stages(config) -> tuple[str, ...]:
     needs = set().union(*(method(name).needs(config) for name in config.strategies)) if config.strategies else set()
     last = max((TRAIN_STAGES.index(stage) for stage in needs), default=-1)
     return TRAIN_STAGES[:last + 1]
+
+
+async def offline_stages(run) -> None:
+    """The offline stages (``learn``) of the run's strategies that have one, at once: each depends on its own
+    replies alone, so they replay alike whatever order their calls end in."""
+    import asyncio
+
+    await asyncio.gather(*(method(name).learn(run) for name in run.config.strategies
+                           if hasattr(method(name), "learn")))
 
 
 def prompt_order(strategies: list[str]) -> list[str]:

@@ -44,7 +44,8 @@ def _normalise(value: str, answer_space: list[str]) -> str | None:
     return None
 
 
-def _json_object(text: str) -> dict | None:
+def json_object(text: str) -> dict | None:
+    """The JSON object a reply holds (the whole text, else its outermost braces), or None."""
     try:
         value = json.loads(text, strict=False)
     except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
@@ -63,7 +64,7 @@ def extract_answer(text: str | None, answer_space: list[str]) -> str | None:
     if not isinstance(text, str) or not text.strip():
         return None
     text = text[:100_000]
-    obj = _json_object(text)
+    obj = json_object(text)
     if obj is not None and "answer" in obj and isinstance(obj["answer"], (str, int)) \
             and not isinstance(obj["answer"], bool):
         return _normalise(str(obj["answer"]), answer_space)
@@ -134,7 +135,7 @@ def cite_schema(answer_schema: dict, examples: int) -> dict:
 def parse_cited(text: str | None, examples: int) -> list[int] | None:
     """The example numbers (1..``examples``) a --cite reply says it used, in order and without repeats;
     None when the reply has no valid ``used_examples`` list (not a citation of none)."""
-    obj = _json_object(text or "")
+    obj = json_object(text or "")
     used = obj.get("used_examples") if obj is not None else None
     if not isinstance(used, list):
         return None
@@ -146,7 +147,7 @@ def parse_cited(text: str | None, examples: int) -> list[int] | None:
 
 def parse_critique(text: str | None) -> dict | None:
     """The three critique fields as strings, or None when the reply is not such an object."""
-    obj = _json_object(text or "")
+    obj = json_object(text or "")
     if obj is None or not all(isinstance(obj.get(k), str) for k in CRITIQUE_KEYS):
         return None
     return {k: obj[k].strip() for k in CRITIQUE_KEYS}
@@ -171,7 +172,7 @@ def parse_self_critique(text: str | None, answer_space: list[str]) -> tuple[dict
     """(the three critique fields, the verdict "right" or "wrong", the believed option or None when it
     names none) of a self critic's reply; None when the reply has no verdict or no critique."""
     critique = parse_critique(text)
-    obj = _json_object(text or "")
+    obj = json_object(text or "")
     verdict = obj.get("verdict") if obj is not None else None
     verdict = verdict.strip().lower() if isinstance(verdict, str) else None
     if critique is None or verdict not in VERDICTS:
@@ -198,7 +199,7 @@ def _advice_lines(values) -> list[str]:
 def parse_advice(text: str | None) -> list[str]:
     """The pieces of advice of a summary reply, one line each, without their bullets: the ``advice``
     list (or text, as older replies held it), or the lines of a reply that is not JSON; [] when none."""
-    obj = _json_object(text or "")
+    obj = json_object(text or "")
     if obj is not None:
         advice = obj.get("advice")
         if isinstance(advice, str):
@@ -212,7 +213,7 @@ def parse_cited_advice(text: str | None) -> list[tuple[str, list[int]]]:
     without repeats, whatever their range: the caller checks them against its prompt). A piece given as plain
     text, or without a list of whole numbers, names none ([]); a reply that is not JSON is read as
     parse_advice reads it, every line naming none."""
-    obj = _json_object(text or "")
+    obj = json_object(text or "")
     advice = obj.get("advice") if obj is not None else None
     if not isinstance(advice, list):
         return [(line, []) for line in parse_advice(text)]

@@ -24,7 +24,7 @@ from critique.base.config import RunConfig
 from critique.engine.memory.episodic import EpisodicMemory, entry_id, pool_of  # noqa: F401  (entry_id: re-exported)
 from critique.engine.run_directory import RunDirectory, now, pkey  # noqa: F401  (pkey: re-exported)
 from critique.base.vocab import CRITIQUE, SUMMARY, TRAIN
-from critique.engine.methods import method, needed_stages, prompt_order
+from critique.engine.methods import method, needed_stages, offline_stages, prompt_order
 from critique.engine.strategies import TRAIN_STAGES
 from critique.engine.policy import SHARED, Policy
 
@@ -52,6 +52,7 @@ class Run(RunDirectory):
         self.memory: EpisodicMemory | None = None
         self.labels: EpisodicMemory | None = None  # every train item with its gold label: EP_LABEL's examples
         self.semantic: dict[str, dict] = {}
+        self.learned: dict[str, object] = {}  # a memory method's memory from its own offline stage, by its name
         self.reuse: dict[str, dict] = {}  # request hash -> call record of a matching run (logged as cached)
         self._pending: dict[str, list] = {}  # request hash -> [the call of that request in flight, its callers]
 
@@ -298,11 +299,14 @@ class Run(RunDirectory):
         found = method(name).prompt(self, item, vector, item.id)
         if found is None:
             wrong = parsing.wrong_answer(item.answer, self.space, item.user, item.id, name)
-            self.unanswered("test", name, item, self._no_memory(item), answer=wrong)
+            missing = getattr(method(name), "missing", None)
+            self.unanswered("test", name, item, missing(self, item) if missing else self._no_memory(item),
+                            answer=wrong)
             return
         prompt, examples = found
+        schema = getattr(method(name), "schema", None)  # a method whose answer is more than the answer field
         await self.answer("test", name, item, prompt, seed=(name,), retrieved=[e["id"] for e in examples],
-                          extra=selection.logged(examples), policy=policy)
+                          extra=selection.logged(examples), policy=policy, schema=schema(self) if schema else None)
 
     def _no_memory(self, item: Item) -> str:
         """Why a strategy that needs the pool's advice has none: the summary's own error (a failed call, which a
@@ -312,8 +316,9 @@ class Run(RunDirectory):
         return f"no semantic memory for this pool ({why}; {rundir.MEMORY}/semantic.json){retry}"
 
     async def execute(self) -> None:
-        """The train stages the run's strategies need, then the test stage."""
+        """The train stages the run's strategies need, their own offline stages, then the test stage."""
         await self.train_stage(needed_stages(self.config))
+        await offline_stages(self)
         await self.test_stage()
 
 

@@ -18,6 +18,8 @@ import jinja2
 
 from critique.base.config import PROMPT_SETS, RunConfig
 
+METHODS = "methods"  # prompts/methods/: the field's memory methods' templates (not a prompt set)
+
 
 class Task(str):
     """A dataset's task text (it renders as the text), tagged with the prompt set to render in."""
@@ -84,6 +86,24 @@ def render(name: str, prompt_set: str | None = None, **values) -> str:
     if not (folder / name).exists():
         raise FileNotFoundError(f"{folder / name}: prompt template not found")
     return _environment(str(folder)).get_template(name).render(**values).strip() + "\n"
+
+
+def methods_dir() -> Path:
+    """The templates of the field's memory methods (critique.engine.field): their papers' prompts, the same
+    whatever a run's prompt set."""
+    return prompts_root() / METHODS
+
+
+def render_method(name: str, **values) -> str:
+    folder = methods_dir()
+    if not (folder / name).exists():
+        raise FileNotFoundError(f"{folder / name}: prompt template not found")
+    return _environment(str(folder)).get_template(name).render(**values).strip() + "\n"
+
+
+def method_template_hash(name: str) -> str:
+    """sha256 of one of the field's methods' templates (and of the partials of their folder)."""
+    return _hash(name, str(methods_dir()))
 
 
 def all_hashes(prompt_set: str | None = None) -> dict[str, str]:

@@ -31,6 +31,7 @@ SETTINGS = {  # top-level field -> (type, what it is)
                          "shown (the gold one, or a flipped one with critic noisy:R)"),
     "critic": (str, "what the critic sees of each train label: gold, noisy:R or self"),
     "label_budget": (float, "with critic self: the nested fraction of train items whose gold label the critic sees"),
+    "train_budget": (int, "tokens each memory method's own offline stage may spend"),
     "max_tokens": (int, "token limit of a reply"),
     "temperature": (float, "temperature"),
     "reasoning_effort": (str, "reasoning effort"),

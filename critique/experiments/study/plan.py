@@ -35,7 +35,8 @@ def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
                      inject_budget=s.get("inject_budget", RunConfig.inject_budget),
                      retrieval=s.get("retrieval", RunConfig.retrieval),
                      advice_sources=s.get("advice_sources", RunConfig.advice_sources),
-                     critic=s.get("critic", RunConfig.critic), label_budget=s.get("label_budget"))
+                     critic=s.get("critic", RunConfig.critic), label_budget=s.get("label_budget"),
+                     train_budget=s.get("train_budget"))
 
 
 def _selected(spec: dict, model: Model, dataset: str) -> bool:

@@ -1,0 +1,160 @@
+"""ACE, Agentic Context Engineering (Zhang et al. 2025, arXiv 2510.04618; reference implementation ace-agent/ace):
+a playbook (critique.engine.field.playbook) that a generator answers with, a reflector diagnoses each answer
+against the gold label (``ace``) or without it (``ace:nolabel``), and a curator turns each reflection into new
+bullets. Offline over the train split of each pool, one item at a time (batch size 1), as ``ACE._train_single_
+sample`` does: generate; when the answer is wrong, reflect and generate again with the reflection, up to ROUNDS
+times, stopping once it is right (a right answer is reflected on once); tag the used bullets; curate; de-duplicate.
+The test questions are answered by the generator with the final playbook and an empty reflection."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from critique.engine import parsing
+from critique.engine.field import memory
+from critique.engine.field.offline import Offline, method_prompt
+from critique.engine.field.playbook import CONTENT_CHARS, SECTIONS, TAGS, Playbook
+from critique.engine.memory.episodic import pool_of
+from critique.engine.methods import register
+
+EPOCHS = 1  # passes over the train split (the reference implementation's num_epochs; the paper's is at most 5)
+ROUNDS = 3  # reflect-and-regenerate rounds after a wrong answer (its max_num_rounds; the paper's at most 5)
+TEXT_CHARS = 600  # the longest reasoning or diagnosis field the embedded model's grammar allows
+WRONG, RIGHT = "Predicted answer does not match ground truth", "Predicted answer matches ground truth"
+NO_FEEDBACK = "(none: the correct answer is not known)"
+GENERATOR, REFLECTOR, CURATOR = "ace_generator.j2", "ace_reflector.j2", "ace_curator.j2"
+STAGES = ("ace_generate", "ace_reflect", "ace_curate")
+
+
+def _text(chars: int = TEXT_CHARS) -> dict:
+    return {"type": "string", "maxLength": chars}
+
+
+def generator_schema(space: list[str]) -> dict:
+    return {"type": "object", "properties": {"reasoning": _text(), "bullet_ids": {"type": "array", "items": _text(16)},
+                                             "answer": {"type": "string", "enum": list(space)}},
+            "required": ["reasoning", "bullet_ids", "answer"], "additionalProperties": False}
+
+
+REFLECTOR_SCHEMA = {"type": "object", "properties": {
+    **{key: _text() for key in ("reasoning", "error_identification", "root_cause_analysis", "correct_approach",
+                                "key_insight")},
+    "bullet_tags": {"type": "array", "items": {"type": "object", "properties": {"id": _text(16),
+                                                                                "tag": {"enum": list(TAGS)}},
+                                               "required": ["id", "tag"], "additionalProperties": False}}},
+    "required": ["reasoning", "error_identification", "root_cause_analysis", "correct_approach", "key_insight",
+                 "bullet_tags"], "additionalProperties": False}
+CURATOR_SCHEMA = {"type": "object", "properties": {
+    "reasoning": _text(),
+    "operations": {"type": "array", "items": {"type": "object", "properties": {
+        "type": {"enum": ["ADD"]}, "section": {"enum": list(SECTIONS)}, "content": _text(CONTENT_CHARS)},
+        "required": ["type", "section", "content"], "additionalProperties": False}}},
+    "required": ["reasoning", "operations"], "additionalProperties": False}
+
+
+@dataclass
+class Learned:
+    playbooks: dict  # pool -> Playbook
+    vectors: dict  # pool -> its bullets' vectors
+    offline: dict  # pool -> Offline
+
+
+class ACE:
+    def __init__(self, name: str, labelled: bool):
+        self.name, self.labelled = name, labelled
+
+    def needs(self, config) -> frozenset[str]:
+        return frozenset()
+
+    def schema(self, run) -> dict:
+        return generator_schema(run.space)
+
+    async def learn(self, run) -> None:
+        books, offline = await memory.each_pool(run, self.name, lambda items, stage: self._pool(run, items, stage))
+        run.learned[self.name] = Learned(books, {p: memory.encoded(run, b.notes()) for p, b in books.items()}, offline)
+        memory.save(run, self.name, {p: b.notes() for p, b in books.items()}, offline)
+
+    async def _pool(self, run, items: list, offline: Offline) -> Playbook:
+        book = Playbook()
+        total = EPOCHS * len(items)
+        for epoch in range(EPOCHS):
+            for n, item in enumerate(items):
+                if not await self._step(run, item, book, offline, epoch * len(items) + n + 1, total):
+                    return book
+        return book
+
+    async def _step(self, run, item, book: Playbook, offline: Offline, sample: int, total: int) -> bool:
+        """One train item: generate, reflect (and regenerate), curate; False once the stage has stopped."""
+        reply = await self._generate(run, item, book, "(empty)", offline)
+        if reply is None:
+            return offline.stopped is None
+        reflection = None
+        for _ in range(ROUNDS if self.labelled and reply["answer"] != item.answer else 1):
+            feedback = (RIGHT if reply["answer"] == item.answer else WRONG) if self.labelled else NO_FEEDBACK
+            reflection = await self._reflect(run, item, book, reply, feedback, offline)
+            if reflection is None or not self.labelled or reply["answer"] == item.answer:
+                break
+            again = await self._generate(run, item, book, reflection, offline)
+            if again is None:
+                break
+            reply = again
+            if reply["answer"] == item.answer:
+                break
+        if offline.stopped is not None:
+            return False
+        if reflection is not None:
+            await self._curate(run, item, book, reflection, sample, total, offline)
+        return offline.stopped is None
+
+    async def _generate(self, run, item, book: Playbook, reflection: str, offline: Offline) -> dict | None:
+        prompt = method_prompt(GENERATOR, playbook=book.render(), reflection=reflection, task=run.task,
+                               question=item.question, answer_space=run.space)
+        result = await offline.ask("ace_generate", item, prompt, self.schema(run), "answer")
+        reply = offline.read(result, item)
+        if reply is None:
+            return None
+        answer = parsing.extract_answer(result.text, run.space)
+        ids = reply.get("bullet_ids") if isinstance(reply.get("bullet_ids"), list) else []
+        return {"reasoning": str(reply.get("reasoning", "")), "answer": answer, "bullet_ids": [str(i) for i in ids]}
+
+    async def _reflect(self, run, item, book: Playbook, reply: dict, feedback: str, offline: Offline) -> str | None:
+        prompt = method_prompt(REFLECTOR, task=run.task, question=item.question, reasoning=reply["reasoning"],
+                               predicted=reply["answer"] or "(no valid answer)",
+                               gold=item.answer if self.labelled else None, feedback=feedback,
+                               used=book.used(reply["bullet_ids"]))
+        result = await offline.ask("ace_reflect", item, prompt, REFLECTOR_SCHEMA, "reflection")
+        parsed = offline.read(result, item)
+        if parsed is None:
+            return None
+        book.tag(parsed.get("bullet_tags") if isinstance(parsed.get("bullet_tags"), list) else [])
+        return result.text  # the reflector's whole reply is the reflection the generator and the curator see
+
+    async def _curate(self, run, item, book: Playbook, reflection: str, sample: int, total: int,
+                      offline: Offline) -> None:
+        prompt = method_prompt(CURATOR, labelled=self.labelled, sample=sample, total=total,
+                               stats=json.dumps(book.stats()), reflection=reflection, playbook=book.render(),
+                               task=run.task, question=item.question, sections=list(SECTIONS))
+        result = await offline.ask("ace_curate", item, prompt, CURATOR_SCHEMA, "curation")
+        parsed = offline.read(result, item)
+        if parsed is not None and isinstance(parsed.get("operations"), list):
+            book.add(parsed["operations"], item.id)
+            book.deduplicate(run.encoder.encode)
+
+    def prompt(self, run, item, vector, exclude: str | None = None):
+        learned = run.learned.get(self.name)
+        pool = pool_of(item.user)
+        if learned is None or learned.offline[pool].failed:
+            return None
+        book = learned.playbooks[pool]
+        prompt = method_prompt(GENERATOR, playbook=book.render(), reflection="(empty)", task=run.task,
+                               question=item.question, answer_space=run.space)
+        return prompt, memory.shown(book.notes(), learned.vectors[pool], vector)
+
+    def missing(self, run, item) -> str:
+        learned = run.learned.get(self.name)
+        return memory.not_ready(self.name, learned.offline[pool_of(item.user)] if learned else None)
+
+
+register(ACE("ace", labelled=True))
+register(ACE("ace:nolabel", labelled=False))

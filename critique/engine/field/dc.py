@@ -1,0 +1,102 @@
+"""Dynamic Cheatsheet, cumulative (DC-Cu; Suzgun et al. 2025, arXiv 2504.07952; suzgunmirac/dynamic-cheatsheet): a
+cheatsheet the model rewrites after each question it answers, without labels. Offline over the train split of
+each pool in order: the generator answers the question with the cheatsheet as it stands, then the curator is
+given the previous cheatsheet, the question and the generator's whole answer, and writes the whole new cheatsheet
+(a reply without one keeps the old, as the reference implementation's extractor does). The test questions are
+answered by the generator with the final cheatsheet, which is one note whose sources are the train items whose
+steps rewrote it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from critique.engine.field import memory
+from critique.engine.field.offline import Offline, method_prompt
+from critique.engine.memory.episodic import pool_of
+from critique.engine.methods import register
+
+EMPTY = "(empty)"  # the reference implementation's first cheatsheet
+CHEATSHEET_CHARS = 6000  # the longest cheatsheet the embedded model's grammar lets the curator write
+GENERATOR, CURATOR = "dc_generator.j2", "dc_curator.j2"
+
+
+def generator_schema(space: list[str]) -> dict:
+    return {"type": "object", "properties": {"reasoning": {"type": "string", "maxLength": 600},
+                                             "answer": {"type": "string", "enum": list(space)}},
+            "required": ["reasoning", "answer"], "additionalProperties": False}
+
+
+CURATOR_SCHEMA = {"type": "object", "properties": {"cheatsheet": {"type": "string", "maxLength": CHEATSHEET_CHARS}},
+                  "required": ["cheatsheet"], "additionalProperties": False}
+
+
+@dataclass
+class Cheatsheet:
+    text: str = EMPTY
+    sources: tuple = ()  # the train items whose curator rewrote it, in order
+
+    def notes(self, pool: str) -> list[dict]:
+        if self.text == EMPTY:
+            return []
+        return [{"id": f"cheatsheet:{pool}", "text": self.text, "sources": list(self.sources)}]
+
+
+@dataclass
+class Learned:
+    sheets: dict  # pool -> Cheatsheet
+    vectors: dict
+    offline: dict
+
+
+class DynamicCheatsheet:
+    name = "dc"
+
+    def needs(self, config) -> frozenset[str]:
+        return frozenset()
+
+    def schema(self, run) -> dict:
+        return generator_schema(run.space)
+
+    async def learn(self, run) -> None:
+        sheets, offline = await memory.each_pool(run, self.name, lambda items, stage: self._pool(run, items, stage))
+        notes = {pool: sheet.notes(pool) for pool, sheet in sheets.items()}
+        run.learned[self.name] = Learned(sheets, {p: memory.encoded(run, n) for p, n in notes.items()}, offline)
+        memory.save(run, self.name, notes, offline)
+
+    async def _pool(self, run, items: list, offline: Offline) -> Cheatsheet:
+        sheet = Cheatsheet()
+        for item in items:
+            answer = await offline.ask("dc_generate", item, self._generator(run, sheet, item), self.schema(run),
+                                       "answer")
+            if offline.read(answer, item) is None:
+                if offline.stopped is not None:
+                    return sheet
+                continue
+            prompt = method_prompt(CURATOR, cheatsheet=sheet.text, task=run.task, question=item.question,
+                                   answer=answer.text)
+            reply = offline.read(await offline.ask("dc_curate", item, prompt, CURATOR_SCHEMA, "cheatsheet"), item)
+            if offline.stopped is not None:
+                return sheet
+            text = str((reply or {}).get("cheatsheet") or "").strip()
+            if text:  # a reply without a cheatsheet keeps the old one
+                sheet = Cheatsheet(text, (*sheet.sources, item.id))
+        return sheet
+
+    def _generator(self, run, sheet: Cheatsheet, item):
+        return method_prompt(GENERATOR, cheatsheet=sheet.text, task=run.task, question=item.question,
+                             answer_space=run.space)
+
+    def prompt(self, run, item, vector, exclude: str | None = None):
+        learned = run.learned.get(self.name)
+        pool = pool_of(item.user)
+        if learned is None or learned.offline[pool].failed:
+            return None
+        sheet = learned.sheets[pool]
+        return self._generator(run, sheet, item), memory.shown(sheet.notes(pool), learned.vectors[pool], vector)
+
+    def missing(self, run, item) -> str:
+        learned = run.learned.get(self.name)
+        return memory.not_ready(self.name, learned.offline[pool_of(item.user)] if learned else None)
+
+
+register(DynamicCheatsheet())

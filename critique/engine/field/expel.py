@@ -1,0 +1,160 @@
+"""ExpeL, experiential learners (Zhao et al. 2023, arXiv 2308.10144; LeapLabTHU/ExpeL). Offline over the train split
+of each pool, with its labels:
+
+1. experience: each train question is tried up to 1 + RETRIES times (Reflexion): after a wrong answer the agent is
+   told it failed (not the answer), reflects, and tries again with its reflections; every trial is kept, as a
+   success or a failure;
+2. insights (critique.engine.field.insights): for each question with a success and a failure, each success is
+   compared with each failure, and the successes of all questions are read in seeded chunks of CHUNK; each
+   extraction names operations on the rule list (ADD, EDIT, REMOVE, AGREE).
+
+A test question is answered with the rules, most important first, and the successful trials of the K most similar
+train questions (the shortest success of each), the question itself never among them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from critique.datasets.subsets import seeded_rank
+from critique.engine import parsing
+from critique.engine.field import insights, memory
+from critique.engine.field.offline import Offline, method_prompt
+from critique.engine.memory.episodic import Retrieved, pool_of
+from critique.engine.methods import register
+
+RETRIES = 3  # Reflexion retries after a failed trial (max_reflection_depth)
+CHUNK = 8  # successful trials per all-success extraction (success_critique_num)
+TEXT_CHARS = 600
+ATTEMPT, REFLECT, COMPARE, SUCCESS = "expel_attempt.j2", "expel_reflect.j2", "expel_compare.j2", "expel_success.j2"
+REFLECTION_SCHEMA = {"type": "object", "properties": {"reflection": {"type": "string", "maxLength": TEXT_CHARS}},
+                     "required": ["reflection"], "additionalProperties": False}
+OPERATIONS_SCHEMA = {"type": "object", "properties": {"operations": {"type": "array", "maxItems": 4, "items": {
+    "type": "string", "maxLength": TEXT_CHARS}}}, "required": ["operations"], "additionalProperties": False}
+
+
+def attempt_schema(space: list[str]) -> dict:
+    return {"type": "object", "properties": {"reasoning": {"type": "string", "maxLength": TEXT_CHARS},
+                                             "answer": {"type": "string", "enum": list(space)}},
+            "required": ["reasoning", "answer"], "additionalProperties": False}
+
+
+@dataclass
+class Pool:
+    insights: insights.Insights
+    trials: dict  # train item id -> [(trial, succeeded)], in order
+    items: list  # the pool's train items
+
+
+@dataclass
+class Learned:
+    pools: dict  # pool -> Pool
+    offline: dict  # pool -> Offline
+    rule_vectors: dict  # pool -> its rules' vectors
+    examples: dict  # pool -> (the items with a success, their questions' vectors)
+
+
+class ExpeL:
+    name = "expel"
+
+    def needs(self, config) -> frozenset[str]:
+        return frozenset()
+
+    def schema(self, run) -> dict:
+        return attempt_schema(run.space)
+
+    async def learn(self, run) -> None:
+        pools, offline = await memory.each_pool(run, self.name, lambda items, stage: self._pool(run, items, stage))
+        notes = {pool: p.insights.notes() for pool, p in pools.items()}
+        examples = {}
+        for pool, p in pools.items():
+            shown = [i for i in p.items if _success(p.trials.get(i.id, []))]
+            examples[pool] = (shown, np.asarray(run.encoder.encode([i.question for i in shown])) if shown else None)
+        run.learned[self.name] = Learned(pools, offline, {p: memory.encoded(run, n) for p, n in notes.items()},
+                                         examples)
+        memory.save(run, self.name, notes, offline,
+                    trials={pool: p.trials for pool, p in pools.items()})
+
+    async def _pool(self, run, items: list, offline: Offline) -> Pool:
+        trials = {}
+        for item in items:  # one after another: where a budget stops the stage does not depend on timing
+            trials[item.id] = await self._gather(run, item, offline)
+            if offline.stopped is not None:
+                return Pool(insights.Insights(), trials, items)
+        rules = insights.Insights()
+        for item in items:
+            tried = trials[item.id]
+            for success in (t for t, ok in tried if ok):
+                for failure in (t for t, ok in tried if not ok):
+                    await self._extract(run, offline, rules, [item.id], COMPARE, question=item.question,
+                                        success=success, failure=failure)
+        ranked = sorted((i for i in items if _success(trials[i.id])),
+                        key=lambda i: seeded_rank(run.config.seed, i.user, i.id, salt="expel"))
+        for start in range(0, len(ranked), CHUNK):
+            chunk = ranked[start:start + CHUNK]
+            await self._extract(run, offline, rules, [i.id for i in chunk], SUCCESS,
+                                trials=[{**_success(trials[i.id]), "question": i.question} for i in chunk])
+        return Pool(rules, trials, items)
+
+    async def _gather(self, run, item, offline: Offline) -> list[tuple[dict, bool]]:
+        """The trials of one train question: until one is right, or 1 + RETRIES of them."""
+        tried, reflections = [], []
+        for _ in range(1 + RETRIES):
+            prompt = method_prompt(ATTEMPT, rules=[], examples=[], reflections=reflections, task=run.task,
+                                   question=item.question, answer_space=run.space)
+            result = await offline.ask("expel_attempt", item, prompt, self.schema(run), "answer")
+            reply = offline.read(result, item)
+            if reply is None:
+                break
+            trial = {"reasoning": str(reply.get("reasoning", "")),
+                     "answer": parsing.extract_answer(result.text, run.space) or "(no valid answer)"}
+            tried.append((trial, trial["answer"] == item.answer))
+            if tried[-1][1] or len(tried) > RETRIES:
+                break
+            reflected = offline.read(await offline.ask(
+                "expel_reflect", item, method_prompt(REFLECT, task=run.task, question=item.question, **trial),
+                REFLECTION_SCHEMA, "reflection"), item)
+            if reflected is None:
+                break
+            reflections.append(str(reflected.get("reflection", "")))
+        return tried
+
+    async def _extract(self, run, offline: Offline, rules: insights.Insights, sources: list[str], template: str,
+                       **values) -> None:
+        prompt = method_prompt(template, task=run.task, rules=rules.texts(), full=rules.full, **values)
+        reply = offline.read(await offline.ask("expel_insight", None, prompt, OPERATIONS_SCHEMA, "operations"),
+                             sources[0])
+        if reply is not None and isinstance(reply.get("operations"), list):
+            rules.update(insights.parse(reply["operations"]), sources)
+
+    def prompt(self, run, item, vector, exclude: str | None = None):
+        learned = run.learned.get(self.name)
+        pool = pool_of(item.user)
+        if learned is None or learned.offline[pool].failed:
+            return None
+        rules = learned.pools[pool].insights.notes()
+        shown_items, vectors = learned.examples[pool]
+        order = np.argsort(-(vectors @ np.asarray(vector)), kind="stable") if shown_items else []
+        nearest = [n for n in order if shown_items[n].id != exclude][:run.config.k]
+        trials = learned.pools[pool].trials
+        examples = [{**_success(trials[shown_items[n].id]), "question": shown_items[n].question} for n in nearest]
+        prompt = method_prompt(ATTEMPT, rules=[r["text"] for r in rules], examples=examples, reflections=[],
+                               task=run.task, question=item.question, answer_space=run.space)
+        found = memory.shown(rules, learned.rule_vectors[pool], vector)
+        scores = [float(vectors[n] @ np.asarray(vector)) for n in nearest]
+        return prompt, Retrieved(list(found) + [{"id": f"trial:{shown_items[n].id}"} for n in nearest],
+                                 list(found.scores) + scores)
+
+    def missing(self, run, item) -> str:
+        learned = run.learned.get(self.name)
+        return memory.not_ready(self.name, learned.offline[pool_of(item.user)] if learned else None)
+
+
+def _success(tried: list) -> dict | None:
+    """The shortest successful trial of a question (ExpeL's few-shot choice), or None."""
+    wins = [t for t, ok in tried if ok]
+    return min(wins, key=lambda t: len(t["reasoning"])) if wins else None
+
+
+register(ExpeL())

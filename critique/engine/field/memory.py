@@ -1,0 +1,65 @@
+"""What the field's methods share once their offline stage is done: the memory file each writes (memory/<method>
+.json: its notes, each with its sources, and how its stage went), the notes a prompt shows with their similarity
+to the question, and the error of a test question whose method has no memory yet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import asyncio
+
+import numpy as np
+
+from critique.base import rundir
+from critique.engine.field.offline import Offline
+from critique.engine.memory.episodic import Retrieved, pool_of
+
+
+def file_of(out: Path, name: str) -> Path:
+    """memory/<method>.json (a name such as ``ace:nolabel`` is written ``ace_nolabel``)."""
+    return Path(out) / rundir.MEMORY / ("".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".json")
+
+
+def save(run, name: str, notes: dict[str, list[dict]], offline: dict, **more) -> None:
+    """The method's memory as its offline stage left it, per pool: its ``notes`` (each with ``id``, ``text`` and
+    ``sources``, the train item ids it rests on) and the record of the pool's stage (``offline``: pool ->
+    critique.engine.field.offline.Offline)."""
+    pools = {pool: {"notes": notes[pool], **offline[pool].record()} for pool in notes}
+    rundir.write_json_atomic(file_of(run.out, name), {"method": name, "pools": pools, **more})
+
+
+async def each_pool(run, name: str, work) -> tuple[dict, dict]:
+    """``work(items, offline)`` for the train items of each pool at once, each pool with its own Offline stage
+    on its share of the budget; returns (pool -> what its work returned, pool -> its Offline)."""
+    pools: dict[str, list] = {}
+    for item in run.dataset.train:
+        pools.setdefault(pool_of(item.user), []).append(item)
+    offline = {pool: Offline(run, name, budget=budget_share(run, pools)) for pool in pools}
+    done = await asyncio.gather(*(work(items, offline[pool]) for pool, items in pools.items()))
+    return dict(zip(pools, done)), offline
+
+
+def budget_share(run, pools) -> int | None:
+    """Each pool's share of --train-budget (the pools learn at once, each on its own budget, so that where each
+    stops does not depend on how their calls interleave)."""
+    budget = run.config.train_budget
+    return None if budget is None or not pools else max(1, budget // len(pools))
+
+
+def encoded(run, notes: list[dict]):
+    """The notes' texts encoded by the run's encoder (once per memory: ``shown`` takes them)."""
+    return np.asarray(run.encoder.encode([n["text"] for n in notes])) if notes else np.zeros((0, 1), np.float32)
+
+
+def shown(notes: list[dict], vectors, vector) -> Retrieved:
+    """The notes a prompt shows, as the prediction records them: their ids, each with its similarity to the
+    question (cosine: the encoder's vectors are L2-normalised); ``vectors``: ``encoded(run, notes)``."""
+    if not notes:
+        return Retrieved([], [])
+    return Retrieved([{"id": n["id"]} for n in notes], vectors @ np.asarray(vector))
+
+
+def not_ready(name: str, offline) -> str:
+    """The error of a test question whose method's offline stage has not finished (a rerun goes on with it)."""
+    why = offline.stopped if offline is not None else "its offline stage has not run"
+    return f"no {name} memory ({why})"

@@ -1,0 +1,87 @@
+"""One memory method's own offline stage in one run (critique.engine.field): its calls go through the run's
+step (critique.engine.pipeline.Run.call), so each is logged in calls.jsonl with its stage and the method's name
+as its strategy, answered from the run's log or the response cache when it can be, limited and counted like
+any other; and the tokens they spend are counted against ``--train-budget``.
+
+A stage replays deterministically: every request depends only on the replies before it, so a rerun (after a
+kill, or of a finished run) finds each request in the log and makes no call until it reaches the first one
+that is not there. Where the stage stops, and why, is what the method's memory records: the budget was spent,
+or a call failed (a rerun retries it, and goes on from there)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from critique.engine import parsing, prompts
+from critique.engine.agents import Prompt
+from critique.llm.client import LLMResult
+
+BUDGET = "budget"  # stopped: the method's offline stage spent --train-budget tokens
+
+
+def method_prompt(template: str, **values) -> Prompt:
+    """A prompt of one of the field's methods (prompts/methods/)."""
+    return Prompt(template, prompts.method_template_hash(template),
+                  [{"role": "user", "content": prompts.render_method(template, **values)}])
+
+
+@dataclass
+class Offline:
+    """The offline stage of method ``name`` in ``run``: what it asked and spent, and why it stopped (None: it
+    went to its end)."""
+
+    run: object  # critique.engine.pipeline.Run
+    name: str
+    budget: int | None = None  # the tokens it may spend (its share of --train-budget); None: no limit
+    spent: int = 0  # prompt + completion tokens of its calls (a request asked again is not paid again)
+    calls: int = 0  # its calls: the distinct requests it asked (each has its record in calls.jsonl; another
+    # method that asked the same request first, as ace and ace:nolabel do with an empty playbook, wrote it)
+    stopped: str | None = None  # BUDGET, or the error of the call that failed
+    skipped: list[str] = field(default_factory=list)  # steps whose reply could not be read (kept going without)
+    asked: dict = field(default_factory=dict)  # the request hashes of its calls, in order (a dict: ordered, unique)
+
+    async def ask(self, stage: str, item, prompt: Prompt, schema: dict, schema_name: str) -> LLMResult | None:
+        """One call of the stage (``item``: the train item it is about, or None), or None when the stage has
+        stopped: its budget is spent, or a call before it failed. A failed call stops the stage here."""
+        if self.stopped is not None:
+            return None
+        if self.budget is not None and self.spent >= self.budget:
+            self.stopped = BUDGET
+            return None
+        result = await self.run.call(stage, self.name, getattr(item, "id", None), getattr(item, "user", None),
+                                     prompt, schema, schema_name)
+        if result.request_hash not in self.asked:  # the same request again is answered from the log
+            self.asked[result.request_hash] = None
+            self.calls += 1
+            self.spent += result.prompt_tokens + result.completion_tokens
+        if result.error is not None:
+            self.stopped = f"a call of stage {stage} failed ({result.error}); rerun to retry it and go on"
+        return result
+
+    def read(self, result: LLMResult | None, item) -> dict | None:
+        """The JSON object of a reply, or None: no call (the stage stopped), no reply (the prompt did not fit the
+        context) or no JSON object in it (the stage goes on without this step, and says so)."""
+        if result is None or result.error is not None:
+            return None
+        if result.context_overflow:
+            self.skip(f"{getattr(item, 'id', item)}: the prompt did not fit the context")
+            return None
+        parsed = parsing.json_object(result.text or "")
+        if parsed is None:
+            self.skip(f"{getattr(item, 'id', item)}: no JSON object in the reply")
+        return parsed
+
+    def skip(self, why: str) -> None:
+        """A step whose reply could not be used (no JSON, no answer, no room in the context): the stage goes on
+        without it, and the memory says so."""
+        self.skipped.append(why)
+
+    def record(self) -> dict:
+        """What the memory file says of the stage."""
+        return {"offline_calls": self.calls, "offline_tokens": self.spent, "train_budget": self.budget,
+                "stopped": self.stopped, "skipped": list(self.skipped), "requests": list(self.asked)}
+
+    @property
+    def failed(self) -> bool:
+        """The stage stopped at a failed call (not at its budget): the memory is not the method's yet."""
+        return self.stopped is not None and self.stopped != BUDGET

@@ -1,0 +1,147 @@
+"""The field's memory methods (critique.engine.field: ace, ace:nolabel, dc, expel) on the fake model: each runs end
+to end with its offline stage logged under its own stages, keeps its notes with their sources, resumes after
+kill -9 to the records of an uninterrupted run, makes no call when run again, and stops its offline stage at
+--train-budget; and the pieces that follow their papers: ACE's playbook, ExpeL's rule operations."""
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from critique.base import rundir
+from critique.cli import main
+from critique.engine.field import insights
+from critique.engine.field.playbook import Playbook
+from killed import kill_after_calls
+
+LIMIT = 6
+METHODS = ("ace", "ace:nolabel", "dc", "expel")
+STAGES = {"ace": {"ace_generate", "ace_reflect", "ace_curate"}, "ace:nolabel": {"ace_generate", "ace_reflect",
+                                                                                  "ace_curate"},
+          "dc": {"dc_generate", "dc_curate"}, "expel": {"expel_attempt", "expel_reflect", "expel_insight"}}
+
+
+def argv(out, strategies: str, *extra: str) -> list[str]:
+    return ["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", str(LIMIT), "--k", "3",
+            "--strategies", strategies, "--out", str(out), "--quiet", *extra]
+
+
+def memory_of(out, name: str) -> dict:
+    return json.loads((out / "memory" / f"{name.replace(':', '_')}.json").read_text(encoding="utf-8"))
+
+
+def _normal(records: list[dict]) -> list[dict]:
+    """Records without what differs between two run directories (run id, clock), in the order of their requests
+    (the test stage's answers are logged as they come)."""
+    drop = ("run_id", "time", "latency_s")
+    return sorted(({k: v for k, v in r.items() if k not in drop} for r in records),
+                  key=lambda r: (r["stage"], r.get("strategy") or "", r["request_hash"] or "", r["item_id"] or ""))
+
+
+def test_each_method_learns_offline_under_its_own_stages_and_answers_every_test_question(home, fake_llm):
+    out = home / "run"
+    assert main(argv(out, ",".join(("zero_shot",) + METHODS))) == 0
+    calls = rundir.read_jsonl(out / "calls.jsonl")
+    for name in METHODS:
+        learned = memory_of(out, name)["pools"]["all"]
+        by_hash = {c["request_hash"]: c for c in calls}
+        mine = [by_hash[h] for h in learned["requests"]]  # its calls (one asked first by ace:nolabel's twin: ace)
+        assert {c["stage"] for c in mine} == STAGES[name], name
+        assert {c["strategy"] for c in mine} <= {name, name.split(":")[0]}
+        train = {f"mcr-{n:04d}" for n in range(LIMIT)}
+        assert {c["item_id"] for c in mine} - {None} <= train
+        assert learned["stopped"] is None and learned["offline_calls"] == len(mine)
+        assert learned["offline_tokens"] == sum(c["prompt_tokens"] + c["completion_tokens"] for c in mine)
+        assert learned["notes"] and all(set(n["sources"]) <= train and n["sources"] for n in learned["notes"])
+    tests = [r for r in rundir.read_jsonl(out / "predictions.jsonl") if r["stage"] == "test"]
+    assert Counter(r["strategy"] for r in tests) == {name: LIMIT for name in ("zero_shot",) + METHODS}
+    assert not any(r.get("error") for r in tests)
+    ace = next(r for r in tests if r["strategy"] == "ace")
+    assert ace["retrieved"] == [n["id"] for n in memory_of(out, "ace")["pools"]["all"]["notes"]]
+    expel = next(r for r in tests if r["strategy"] == "expel")
+    assert sum(i.startswith("trial:") for i in expel["retrieved"]) <= 3  # K successful trials at most
+    fake_llm.CALLS.clear()
+    assert main(argv(out, ",".join(METHODS))) == 0 and fake_llm.CALLS == []  # everything replays from the log
+
+
+def test_the_label_free_variant_never_shows_a_label_and_the_labelled_one_does(home, fake_llm):
+    out = home / "run"
+    assert main(argv(out, "ace,ace:nolabel")) == 0
+    reflections = [c for c in rundir.read_jsonl(out / "calls.jsonl") if c["stage"] == "ace_reflect"]
+    text = {name: [c["messages"][0]["content"] for c in reflections if c["strategy"] == name]
+            for name in ("ace", "ace:nolabel")}
+    assert all("Ground Truth Answer:" in t for t in text["ace"])
+    assert not any("Ground Truth Answer:" in t or "ground truth" in t.lower() for t in text["ace:nolabel"])
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_a_run_killed_in_the_offline_stage_resumes_to_the_records_of_an_uninterrupted_one(home, fake_llm, name):
+    out, whole = home / "killed", home / "whole"
+    command = kill_after_calls(argv(out, name, "--no-cache"), out, 7)
+    assert len(rundir.read_jsonl(out / "calls.jsonl")) == 7
+    assert main(command[2:]) == 0
+    assert main(argv(whole, name, "--no-cache")) == 0
+    calls = rundir.read_jsonl(out / "calls.jsonl")
+    assert _normal(calls) == _normal(rundir.read_jsonl(whole / "calls.jsonl"))
+    assert len({c["request_hash"] for c in calls}) == len(calls)  # no call made twice
+    offline = [c["request_hash"] for c in calls if c["stage"] != "test"]
+    assert offline == memory_of(whole, name)["pools"]["all"]["requests"]  # the offline stage: in its order
+    answers = rundir.read_jsonl(out / "predictions.jsonl")
+    assert _normal(answers) == _normal(rundir.read_jsonl(whole / "predictions.jsonl"))
+    assert memory_of(out, name)["pools"] == memory_of(whole, name)["pools"]
+
+
+def test_train_budget_stops_each_offline_stage_and_a_larger_one_goes_on_from_the_same_calls(home, fake_llm):
+    small, large = home / "small", home / "large"
+    assert main(argv(small, ",".join(METHODS), "--train-budget", "1500", "--no-cache")) == 0
+    assert main(argv(large, ",".join(METHODS), "--train-budget", "4000", "--no-cache")) == 0
+    for name in METHODS:
+        few, more = memory_of(small, name)["pools"]["all"], memory_of(large, name)["pools"]["all"]
+        assert few["stopped"] == "budget" and few["train_budget"] == 1500
+        assert 1500 <= few["offline_tokens"] < 4000 and few["offline_calls"] < more["offline_calls"]
+        ask = [c["request_hash"] for c in rundir.read_jsonl(small / "calls.jsonl") if c["strategy"] == name
+               and c["stage"] != "test"]
+        then = [c["request_hash"] for c in rundir.read_jsonl(large / "calls.jsonl") if c["strategy"] == name
+                and c["stage"] != "test"]
+        assert then[:len(ask)] == ask  # the same stage, stopped later
+    manifest = rundir.read_manifest(small)
+    assert manifest["config"]["train_budget"] == 1500
+
+
+def test_ace_playbook_adds_tags_and_merges_near_duplicates():
+    book = Playbook()
+    added = book.add([{"type": "ADD", "section": "COMMON MISTAKES TO AVOID", "content": "Check the order."},
+                      {"type": "UPDATE", "section": "OTHERS", "content": "not applied"},
+                      {"type": "ADD", "section": "nowhere", "content": "Read every condition."}], "q1")
+    assert [b["id"] for b in added] == ["err-00001", "misc-00002"]
+    book.tag([{"id": "err-00001", "tag": "helpful"}, {"id": "[misc-00002]", "tag": "harmful"},
+              {"id": "gone", "tag": "helpful"}])
+    assert [(b["helpful"], b["harmful"]) for b in book.bullets] == [(1, 0), (0, 1)]
+    book.add([{"type": "ADD", "section": "OTHERS", "content": "Check the order!"}], "q2")
+    same = {"Check the order.": [1.0, 0.0], "Read every condition.": [0.0, 1.0], "Check the order!": [0.99, 0.141]}
+    gone = book.deduplicate(lambda texts: np.array([same[t] for t in texts]))
+    assert gone == ["misc-00003"] and book.bullets[0]["sources"] == ["q1", "q2"]
+    assert "[err-00001] helpful=1 harmful=0 :: Check the order." in book.render()
+    assert book.used(["misc-00002"]).startswith("[misc-00002]") and book.used([]) == "(No bullets used by generator)"
+
+
+def test_expel_operations_follow_the_reference_rules():
+    rules = insights.Insights()
+    rules.update(insights.parse(["ADD 1: Read the conditions in order of priority.", "ADD 2: A cut-off rule",
+                                 "ADD 3: Never EDIT the question."]), ["q1"])
+    assert [(r["text"], r["importance"]) for r in rules.rules] == [("Read the conditions in order of priority.", 2)]
+    rules.update(insights.parse(["ADD 1: Check every option against each condition."]), ["q2"])
+    rules.update(insights.parse(["AGREE 1: Read the conditions in order of priority.",
+                                 "EDIT 2: Check every option against each condition, highest priority first.",
+                                 "REMOVE 1: something no rule says."]), ["q3"])
+    assert [(r["text"], r["importance"], r["sources"]) for r in rules.rules] == [
+        ("Read the conditions in order of priority.", 3, ["q1", "q3"]),
+        ("Check every option against each condition, highest priority first.", 3, ["q2", "q3"])]
+    rules.update(insights.parse(["REMOVE 2: Check every option against each condition, highest priority first."]),
+                 ["q4"])
+    rules.update(insights.parse(["REMOVE 2: Check every option against each condition, highest priority first."]),
+                 ["q5"])
+    rules.update(insights.parse(["REMOVE 2: Check every option against each condition, highest priority first."]),
+                 ["q6"])
+    assert [r["text"] for r in rules.rules] == ["Read the conditions in order of priority."]  # 3 - 3 = 0: gone

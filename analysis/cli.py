@@ -157,6 +157,9 @@ def analyse(args) -> Analysis:
         from critique.analysis import online
 
         result.tables.extend(online.tables([m for m in logs.runs if m.get("probe") == "stream"], problems))
+    from critique.analysis import methods
+
+    result.tables.extend(methods.tables(logs.runs, problems))  # the field's methods beside ours
     from critique.analysis.read import describe
 
     inputs["experiments"] = describe(logs.runs)

@@ -16,12 +16,15 @@ def safe(text: str) -> str:
 
 
 def run_name(config, suffix: str | None = None) -> str:
-    """<dataset>__<model>[__critic-<critic>][__<suffix>]: a run whose critic is not the gold one
-    (--critic noisy:R|self, --label-budget F) never takes the gold-critic run's folder."""
+    """<dataset>__<model>[__critic-<critic>][__train-budget-<N>][__<suffix>]: a run whose critic is not the gold
+    one (--critic noisy:R|self, --label-budget F), or whose methods' offline stages stop at --train-budget, never
+    takes the folder of the run without."""
     parts = [safe(Path(config.dataset).name), safe(config.model)]
     if config.critic != "gold":
         budget = "" if config.label_budget is None else f"-budget-{config.label_budget:g}"
         parts.append(safe(f"critic-{config.critic}{budget}"))
+    if getattr(config, "train_budget", None) is not None:
+        parts.append(f"train-budget-{config.train_budget}")
     if suffix:
         parts.append(safe(suffix))
     return "__".join(parts)

@@ -145,3 +145,30 @@ def test_expel_operations_follow_the_reference_rules():
     rules.update(insights.parse(["REMOVE 2: Check every option against each condition, highest priority first."]),
                  ["q6"])
     assert [r["text"] for r in rules.rules] == ["Read the conditions in order of priority."]  # 3 - 3 = 0: gone
+
+
+def test_the_methods_table_compares_each_method_with_ours_item_by_item(home, fake_llm, tmp_path):
+    from critique.analysis.stats import holm, sign_test
+
+    out = home / "run"
+    assert main(argv(out, "zero_shot,EP_LABEL,EP+SEM_CRIT,ace,dc,expel", "--train-budget", "3000")) == 0
+    report = tmp_path / "tables.json"
+    assert main(["tables", str(out), "--format", "json", "-o", str(report)]) in (0, 1)
+    rows = json.loads(report.read_text(encoding="utf-8"))["methods"]
+    assert {r["method"] for r in rows} == {"ace", "dc", "expel", "EP+SEM_CRIT"}
+    answers = {}
+    for r in rundir.read_jsonl(out / "predictions.jsonl"):
+        if r["stage"] == "test":
+            answers.setdefault(r["strategy"], {})[r["item_id"]] = r["correct"]
+    for row in rows:
+        learned = memory_of(out, row["method"])["pools"]["all"] if row["method"] in METHODS else None
+        if learned:
+            assert row["offline_tokens"] == learned["offline_tokens"] and row["stopped"] == "1 of 1 (budget)"
+        mine, theirs = answers[row["method"]], answers[row["against"]]
+        wins = sum(mine[i] and not theirs[i] for i in mine)
+        losses = sum(theirs[i] and not mine[i] for i in mine)
+        assert (row["wins"], row["losses"], row["p"]) == (wins, losses, sign_test(wins, losses))
+        assert row["accuracy"] == pytest.approx(100 * sum(mine.values()) / LIMIT)
+    assert [r["against"] for r in rows if r["method"] == "EP+SEM_CRIT"] == ["zero_shot"]
+    family = [r for r in rows if r["p"] is not None]
+    assert [r["p_holm"] for r in family] == holm([r["p"] for r in family])

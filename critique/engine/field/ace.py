@@ -21,6 +21,7 @@ from critique.engine.methods import register
 EPOCHS = 1  # passes over the train split (the reference implementation's num_epochs; the paper's is at most 5)
 ROUNDS = 3  # reflect-and-regenerate rounds after a wrong answer (its max_num_rounds; the paper's at most 5)
 TEXT_CHARS = 600  # the longest reasoning or diagnosis field the embedded model's grammar allows
+LIST_ITEMS = 10  # the most bullet ids, tags or operations one reply may hold (for the embedded model's grammar)
 WRONG, RIGHT = "Predicted answer does not match ground truth", "Predicted answer matches ground truth"
 NO_FEEDBACK = "(none: the correct answer is not known)"
 GENERATOR, REFLECTOR, CURATOR = "ace_generator.j2", "ace_reflector.j2", "ace_curator.j2"
@@ -31,26 +32,26 @@ def _text(chars: int = TEXT_CHARS) -> dict:
     return {"type": "string", "maxLength": chars}
 
 
+def _object(properties: dict) -> dict:
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+def _list(items: dict) -> dict:
+    return {"type": "array", "maxItems": LIST_ITEMS, "items": items}
+
+
 def generator_schema(space: list[str]) -> dict:
-    return {"type": "object", "properties": {"reasoning": _text(), "bullet_ids": {"type": "array", "items": _text(16)},
-                                             "answer": {"type": "string", "enum": list(space)}},
-            "required": ["reasoning", "bullet_ids", "answer"], "additionalProperties": False}
+    return _object({"reasoning": _text(), "bullet_ids": _list(_text(16)),
+                    "answer": {"type": "string", "enum": list(space)}})
 
 
-REFLECTOR_SCHEMA = {"type": "object", "properties": {
-    **{key: _text() for key in ("reasoning", "error_identification", "root_cause_analysis", "correct_approach",
-                                "key_insight")},
-    "bullet_tags": {"type": "array", "items": {"type": "object", "properties": {"id": _text(16),
-                                                                                "tag": {"enum": list(TAGS)}},
-                                               "required": ["id", "tag"], "additionalProperties": False}}},
-    "required": ["reasoning", "error_identification", "root_cause_analysis", "correct_approach", "key_insight",
-                 "bullet_tags"], "additionalProperties": False}
-CURATOR_SCHEMA = {"type": "object", "properties": {
-    "reasoning": _text(),
-    "operations": {"type": "array", "items": {"type": "object", "properties": {
-        "type": {"enum": ["ADD"]}, "section": {"enum": list(SECTIONS)}, "content": _text(CONTENT_CHARS)},
-        "required": ["type", "section", "content"], "additionalProperties": False}}},
-    "required": ["reasoning", "operations"], "additionalProperties": False}
+REFLECTOR_SCHEMA = _object({**{key: _text() for key in ("reasoning", "error_identification", "root_cause_analysis",
+                                                         "correct_approach", "key_insight")},
+                            "bullet_tags": _list(_object({"id": _text(16), "tag": {"enum": list(TAGS)}}))})
+CURATOR_SCHEMA = _object({"reasoning": _text(),
+                          "operations": _list(_object({"type": {"enum": ["ADD"]}, "section": {"enum": list(SECTIONS)},
+                                                       "content": _text(CONTENT_CHARS)}))})
 
 
 @dataclass

@@ -16,7 +16,9 @@ from critique.engine.memory.episodic import pool_of
 from critique.engine.methods import register
 
 EMPTY = "(empty)"  # the reference implementation's first cheatsheet
-CHEATSHEET_CHARS = 6000  # the longest cheatsheet the embedded model's grammar lets the curator write
+# The longest cheatsheet the embedded model's grammar lets the curator write (about 200 words): llama.cpp cannot
+# parse the grammar of a string bound of 1500 characters (other providers get no bound: critique.llm.bounds).
+CHEATSHEET_CHARS = 1000
 GENERATOR, CURATOR = "dc_generator.j2", "dc_curator.j2"
 
 

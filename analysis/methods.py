@@ -1,0 +1,148 @@
+"""The field's methods beside ours (`critique tables`, table ``methods``): per run that holds a field method's
+memory (memory/METHOD.json: ACE, Dynamic Cheatsheet, ExpeL) and per such method, its accuracy, what its offline
+stage spent and whether --train-budget stopped it, its tokens per test question, its break-even against
+EP_LABEL, and item-level paired tests against EP+SEM_CRIT and zero_shot of the same run (exact McNemar on the
+items the two answered differently), Holm-adjusted over the family of one run's comparisons; the run's critique
+strategies beside them, with the train stage they pay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from critique.analysis import logs
+from critique.analysis.stats import holm, sign_test
+from critique.analysis.tabular import Table
+from critique.base import rundir, vocab
+
+KEY = "methods"
+TITLE = "The field's methods beside ours: accuracy, offline cost, break-even and paired tests (same run, same items)"
+AGAINST = (vocab.EP_SEM_CRIT, vocab.ZERO_SHOT)
+COST_STAGES = {stage for stages in vocab.OFFLINE_STAGES.values() for stage in stages}
+COLUMNS = ["model", "dataset", "method", "accuracy", "n", "errors", "offline_calls", "offline_tokens", "train_budget",
+           "stopped", "tokens_per_question", "break_even", "against", "diff", "wins", "losses", "p", "p_holm"]
+NOTE = ("method: a field method of the run (memory/METHOD.json), or a critique strategy of the same run (its "
+        "offline stage: the whole train stage, as Table 5 counts it); accuracy: % of the test questions (n), errors "
+        "counted wrong; offline_calls, offline_tokens: its offline stage's calls and their prompt + completion "
+        "tokens (each distinct request once); train_budget: --train-budget (each pool's share when a preference "
+        "dataset has several); stopped: the pools whose stage the budget stopped, or where a call failed "
+        "(a rerun retries it); tokens_per_question: prompt + completion tokens per answered test question; "
+        "break_even: offline tokens / (EP_LABEL's tokens per question - the method's), the test questions after "
+        "which it has cost less than EP_LABEL ('never' when it costs more per question; '-' without EP_LABEL in the "
+        "run); against: the strategy of the same run it is compared with, diff: accuracy - theirs in points, "
+        "wins/losses: items only it / only they answered right, p: exact McNemar, p_holm: Holm over the run's "
+        "comparisons")
+
+
+def tables(metas: list[dict], problems: list[str]) -> list[Table]:
+    rows = [row for meta in metas if meta.get("probe") is None and meta.get("ablation") is None
+            for row in _rows(meta, problems)]
+    if not rows:
+        return [Table(KEY, TITLE, skipped="no field method among the inputs (critique run --strategies "
+                                          "ace,dc,expel,...)")]
+    return [Table(KEY, TITLE, COLUMNS, rows, note=NOTE)]
+
+
+def learned(run: Path, problems: list[str]) -> dict[str, dict]:
+    """method -> its memory document (memory/METHOD.json) of one run."""
+    found = {}
+    for path in sorted((Path(run) / rundir.MEMORY).glob("*.json")):
+        try:
+            document = logs.memory_document(run, path.name)
+        except ValueError as exc:
+            problems.append(f"{path}: unreadable ({exc}); its method is left out")
+            continue
+        if isinstance(document, dict) and "method" in document and isinstance(document.get("pools"), dict):
+            found[str(document["method"])] = document
+    return found
+
+
+def _rows(meta: dict, problems: list[str]) -> list[dict]:
+    from critique.analysis.read import model_label
+
+    path = Path(meta["path"])
+    methods = learned(path, problems)
+    if not methods:
+        return []
+    answers = _answers(logs.predictions(path, (vocab.TEST,), problems))
+    costs = {name: _cost(document) for name, document in methods.items() if answers.get(name)}
+    costs.update({name: cost for name, cost in _train_stage_costs(path, problems).items() if answers.get(name)})
+    rows = []
+    for name, cost in costs.items():
+        mine = answers[name]
+        head = {"model": model_label(meta), "dataset": meta["dataset"], "method": name, **cost, **_accuracy(mine),
+                "tokens_per_question": _per_question(mine),
+                "break_even": _break_even(cost["offline_tokens"], mine, answers.get(vocab.EP_LABEL))}
+        against = [other for other in AGAINST if other in answers and other != name]
+        rows += [{**head, **_paired(mine, answers[other]), "against": other} for other in against]
+        if not against:
+            rows.append({**head, "against": None})
+    family = [r for r in rows if r.get("p") is not None]
+    for row, adjusted in zip(family, holm([r["p"] for r in family])):
+        row["p_holm"] = adjusted
+    return rows
+
+
+def _answers(predictions: list[dict]) -> dict[str, dict[tuple, dict]]:
+    """strategy -> (user, item) -> its test prediction."""
+    found: dict[str, dict[tuple, dict]] = {}
+    for record in predictions:
+        found.setdefault(record.get("strategy"), {})[(record.get("user"), record.get("item_id"))] = record
+    return found
+
+
+def _accuracy(answers: dict) -> dict:
+    right = sum(r.get("correct") is True for r in answers.values())
+    return {"accuracy": 100.0 * right / len(answers), "n": len(answers),
+            "errors": sum(bool(r.get("error")) for r in answers.values())}
+
+
+def _per_question(answers: dict) -> float | None:
+    answered = [r for r in answers.values() if not r.get("error")]
+    if not answered:
+        return None
+    return sum((r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0) for r in answered) / len(answered)
+
+
+def _cost(document: dict) -> dict:
+    pools = list(document["pools"].values())
+    stopped = sorted({str(p["stopped"]) for p in pools if p.get("stopped")})
+    budgets = {p.get("train_budget") for p in pools}
+    return {"offline_calls": sum(p.get("offline_calls") or 0 for p in pools),
+            "offline_tokens": sum(p.get("offline_tokens") or 0 for p in pools),
+            "train_budget": budgets.pop() if len(budgets) == 1 else None,
+            "stopped": f"{sum(bool(p.get('stopped')) for p in pools)} of {len(pools)} ({', '.join(stopped)})"
+            if stopped else None}
+
+
+def _train_stage_costs(run: Path, problems: list[str]) -> dict[str, dict]:
+    """The critique strategies' offline cost in the same run: the whole train stage each pays
+    (critique.base.vocab.OFFLINE_STAGES), its calls' prompt + completion tokens."""
+    calls = [c for c in logs.records(run, rundir.CALLS, problems) if c.get("stage") in COST_STAGES]
+    costs = {}
+    for strategy, stages in vocab.OFFLINE_STAGES.items():
+        paid = [c for c in calls if c.get("stage") in stages]
+        costs[strategy] = {"offline_calls": len(paid), "train_budget": None, "stopped": None,
+                           "offline_tokens": sum((c.get("prompt_tokens") or 0) + (c.get("completion_tokens") or 0)
+                                                 for c in paid)}
+    return costs
+
+
+def _break_even(offline: int, mine: dict, label: dict | None):
+    if not label:
+        return None
+    theirs, ours = _per_question(label), _per_question(mine)
+    if theirs is None or ours is None:
+        return None
+    saving = theirs - ours
+    return offline / saving if saving > 0 else "never"
+
+
+def _paired(mine: dict, theirs: dict) -> dict:
+    both = [key for key in mine if key in theirs]
+    if not both:
+        return {"diff": None, "wins": 0, "losses": 0, "p": None}
+    ours = sum(mine[k].get("correct") is True for k in both)
+    other = sum(theirs[k].get("correct") is True for k in both)
+    wins = sum(mine[k].get("correct") is True and theirs[k].get("correct") is not True for k in both)
+    losses = sum(mine[k].get("correct") is not True and theirs[k].get("correct") is True for k in both)
+    return {"diff": 100.0 * (ours - other) / len(both), "wins": wins, "losses": losses, "p": sign_test(wins, losses)}

@@ -48,4 +48,4 @@ fi
 # the wheel just built, even over an older build of the same version (a set-up run again after a
 # change to the build settings); then the project, never a second build
 $pip --no-deps --force-reinstall "$(ls -t "$VENV"/wheels/llama_cpp_python-*.whl | head -n 1)"
-$pip --find-links "$VENV/wheels" -e "$root[test]"
+$pip --find-links "$VENV/wheels" -e "$root[test,dspy]"

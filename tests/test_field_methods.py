@@ -172,3 +172,26 @@ def test_the_methods_table_compares_each_method_with_ours_item_by_item(home, fak
     assert [r["against"] for r in rows if r["method"] == "EP+SEM_CRIT"] == ["zero_shot"]
     family = [r for r in rows if r["p"] is not None]
     assert [r["p_holm"] for r in family] == holm([r["p"] for r in family])
+
+
+def test_dspy_knn_retrieves_the_train_items_ep_label_retrieves_and_shows_their_labels(home, fake_llm):
+    out = home / "run"
+    assert main(argv(out, "EP_LABEL,dspy:knn", "--limit", "15", "--k", "5")) == 0
+    shown: dict = {}
+    for r in rundir.read_jsonl(out / "predictions.jsonl"):
+        if r["stage"] == "test":
+            shown.setdefault(r["item_id"], {})[r["strategy"]] = r["retrieved"]
+    assert len(shown) == 15
+    assert all(len(s["dspy:knn"]) == 5 and set(s["dspy:knn"]) == set(s["EP_LABEL"]) for s in shown.values())
+    train = [json.loads(line) for line in (home / "data" / "mcr-gen" / "train.jsonl").read_text().splitlines()]
+    gold = {record["question"]: record["answer"] for record in train}
+    calls = [c for c in rundir.read_jsonl(out / "calls.jsonl") if c["strategy"] == "dspy:knn"]
+    assert {c["stage"] for c in calls} == {"test"} and calls[0]["template"] == "dspy:JSONAdapter"
+    for call in calls:  # each demo: a train question (user) and its gold label (assistant), as DSPy writes them
+        demos = call["messages"][1:-1]
+        assert [m["role"] for m in demos] == ["user", "assistant"] * 5
+        for question, answer in zip(demos[0::2], demos[1::2]):
+            text = question["content"].split("[[ ## question ## ]]\n", 1)[1].strip()
+            assert json.loads(answer["content"])["answer"] == gold[text]
+    fake_llm.CALLS.clear()
+    assert main(argv(out, "EP_LABEL,dspy:knn", "--limit", "15", "--k", "5")) == 0 and fake_llm.CALLS == []

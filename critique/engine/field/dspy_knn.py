@@ -1,0 +1,96 @@
+"""``dspy:knn``: DSPy's KNNFewShot (the pinned ``dspy`` package, ``critique[dspy]``) over the run's train split,
+with the run's encoder as its vectorizer. For each test question DSPy's own KNN finds the K nearest train examples
+and DSPy's own BootstrapFewShot (no bootstrapped demos: the labelled neighbours are the demos, so it asks the model
+nothing) orders them; DSPy's JSONAdapter writes the prompt (the dataset's task as the signature's instructions,
+``question -> answer`` with the answer space as the answer's type), and the engine's step asks it, as every
+strategy's test prompt. The offline stage makes no call: KNNFewShot retrieves at test time."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from critique.engine.agents import Prompt
+from critique.engine.memory.episodic import Retrieved, entry_id, pool_of
+from critique.engine.methods import register
+
+ADAPTER = "JSONAdapter"
+PREFIX = "question: "  # how DSPy's KNN writes an example's one input field before it embeds it
+
+
+@dataclass
+class Learned:
+    knn: dict  # pool -> dspy.KNN over the pool's train examples
+    items: dict  # pool -> {id(example): train item}
+    vectors: dict  # pool -> the train questions' vectors (for the similarity each shown demo is logged with)
+    signature: object
+
+
+def _dspy():
+    try:
+        import dspy
+    except ImportError:
+        raise RuntimeError("dspy:knn needs the package dspy: pip install 'critique[dspy]'") from None
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # one cache: the run's
+    return dspy
+
+
+class DSPyKNN:
+    name = "dspy:knn"
+
+    def needs(self, config) -> frozenset[str]:
+        return frozenset()
+
+    async def learn(self, run) -> None:
+        dspy = _dspy()
+        pools: dict[str, list] = {}
+        for item in run.dataset.train:
+            pools.setdefault(pool_of(item.user), []).append(item)
+
+        def encode(texts: list[str]):
+            return np.asarray(run.encoder.encode([t.removeprefix(PREFIX) for t in texts]), dtype=np.float32)
+
+        vectorizer = dspy.Embedder(encode, caching=False)
+        knn, items, vectors = {}, {}, {}
+        for pool, train in pools.items():
+            examples = [dspy.Example(question=i.question, answer=i.answer).with_inputs("question") for i in train]
+            knn[pool] = dspy.KNN(run.config.k, examples, vectorizer=vectorizer)
+            items[pool] = {id(example): item for example, item in zip(examples, train)}
+            vectors[pool] = {entry_id(item): v for item, v in zip(train, knn[pool].trainset_vectors)}
+        signature = dspy.Signature("question -> answer", instructions=str(run.task)).with_updated_fields(
+            "answer", type_=Literal[tuple(run.space)])
+        run.learned[self.name] = Learned(knn, items, vectors, signature)
+
+    def prompt(self, run, item, vector, exclude: str | None = None):
+        dspy = _dspy()
+        learned = run.learned.get(self.name)
+        pool = pool_of(item.user)
+        if learned is None or pool not in learned.knn:
+            return None
+        neighbours = learned.knn[pool](question=item.question)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            program = dspy.BootstrapFewShot(max_bootstrapped_demos=0, max_labeled_demos=run.config.k).compile(
+                dspy.Predict(learned.signature), trainset=neighbours)  # DSPy's own demo choice: no call
+        demos = [(d, learned.items[pool][id(d)]) for d in program.demos]
+        demos = [(d, train) for d, train in demos if train.id != exclude]
+        messages = dspy.JSONAdapter().format(learned.signature, [d for d, _ in demos], {"question": item.question})
+        prompt = Prompt(f"dspy:{ADAPTER}", _template_hash(dspy.__version__), messages)
+        ids = [entry_id(train) for _, train in demos]
+        scores = [float(learned.vectors[pool][e] @ np.asarray(vector)) for e in ids]
+        return prompt, Retrieved([{"id": e} for e in ids], scores)
+
+    def missing(self, run, item) -> str:
+        return f"no {self.name} retriever for this pool (its train split has no example of it)"
+
+
+def _template_hash(version: str) -> str:
+    """What the prompt's words depend on: DSPy's version and its adapter."""
+    return hashlib.sha256(f"dspy=={version} {ADAPTER}".encode()).hexdigest()
+
+
+register(DSPyKNN())

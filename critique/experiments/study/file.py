@@ -123,9 +123,10 @@ class Study:
 # ---- reading and checking the file --------------------------------------------------------
 def load(path: str | Path) -> Study:
     """Parse and check the study file (no call, nothing written)."""
-    from critique.engine.methods import parse_strategies
+    from critique.engine.methods import load_installed, parse_strategies
     from critique.engine.strategies import DEFAULT
 
+    load_installed()  # the memory methods beside the five, before any setting names one
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not part of the TOML

@@ -1,4 +1,4 @@
-"""The README's shipped streams (critique stream --arms on mcr-gen and pref-gen) hold the figures that
+"""The README's shipped streams (critique stream --arms on mcr-gen, pref-gen and control-pos) hold the figures that
 `critique tables logs --format json` computes: the arms' accuracies and the write-back loop's numbers are rebuilt
 here from the stream table and found in the README, so a change to the logs or the analysis that moves one
 fails until the README says the new one."""
@@ -8,7 +8,7 @@ from critique.analysis.online import FRACTIONS
 from critique.analysis.render import cell
 from shipped import LOGS, ROOT, pct, readme
 
-DATASETS = ("mcr-gen", "pref-gen")
+DATASETS = ("mcr-gen", "pref-gen", "control-pos")
 ARMS = (("memory off", "none", "empty", None), ("frozen train memory", "none", "train", None),
         ("online gold", "gold", "train", None), ("online self", "self", "train", None),
         ("self, de-inflated", "self", "train", "reorder"), ("its random control", "self", "train", "random"))
@@ -65,7 +65,8 @@ def test_the_new_calls_of_the_online_arms():
             new[dataset, arm] = sum(not cached for (cached,) in rows)
     assert all(new[d, arm] == 0 for d in DATASETS for arm in ("none-empty", "none"))
     quoted = (f"the online gold and self arms made {new['mcr-gen', 'gold']} and {new['mcr-gen', 'self']} new calls "
-              f"on mcr-gen, {new['pref-gen', 'gold']} and {new['pref-gen', 'self']} on pref-gen)")
+              f"on mcr-gen, {new['pref-gen', 'gold']} and {new['pref-gen', 'self']} on pref-gen, "
+              f"{new['control-pos', 'gold']} and {new['control-pos', 'self']} on control-pos)")
     assert quoted in readme(), quoted
 
 
@@ -73,6 +74,8 @@ def test_what_comes_out(shipped_tables):
     rows = shipped_tables["stream"]
     mcr = {_row(rows, "mcr-gen", f, s, d)["accuracy"] for _, f, s, d in ARMS}
     assert len(mcr) == 1 and f"On mcr-gen every arm stays at {pct(mcr.pop())}, its one answer" in readme()
+    control = {_row(rows, "control-pos", f, s, d)["accuracy"] for _, f, s, d in ARMS}
+    assert len(control) == 1 and f"so does every arm on the positive control ({pct(control.pop())})" in readme()
     pref = [_row(rows, "pref-gen", f, s, d)["accuracy"] for _, f, s, d in ARMS]
     assert max(pref) - min(pref) <= 2.0 and "on pref-gen the arms lie within two points of each other" in readme()
     gold, off = _row(rows, "pref-gen", "gold", "train"), _row(rows, "pref-gen", "none", "empty")
@@ -83,7 +86,7 @@ def test_what_comes_out(shipped_tables):
 
 def test_the_loop_settles_where_the_attractor_says(shipped_tables):
     rows = shipped_tables["stream"]
-    mcr, pref = (_row(rows, d, "self", "train") for d in DATASETS)
+    mcr, pref = (_row(rows, d, "self", "train") for d in ("mcr-gen", "pref-gen"))
     assert mcr["leniency"] == pref["leniency"] == mcr["s"] == pref["s"] == 1.0  # every answer stored as right
     quoted = (f"({mcr['attractor']:.3f} predicted, {mcr['corrupted']:.3f} reached on mcr-gen; "
               f"{pref['attractor']:.3f} and {pref['corrupted']:.3f} on pref-gen)")
@@ -116,3 +119,5 @@ def test_de_inflation_against_its_random_control(shipped_tables):
         row = next(r for r in shipped_tables["stream_arms"] if r["dataset"] == dataset)
         assert row["unfinished"] is None and row["arms"] == len(ARMS)
         assert deinflation_quote(row) in readme(), deinflation_quote(row)
+    control = next(r for r in shipped_tables["stream_arms"] if r["dataset"] == "control-pos")
+    assert control["demoted"] == "0 / 0" and "so it trusts every note as written and demotes none" in readme()

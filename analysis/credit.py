@@ -24,9 +24,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from critique.analysis import logs
+from critique.base.ids import version_entries
 from critique.base.truth import initial_right
 from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_PRUNE, CREDIT_REPEAT as NULL, \
-    CREDIT_WITHOUT as WITHOUT
+    CREDIT_WITHOUT as WITHOUT, STREAM
 
 # Two entries "say the same" when their questions' embeddings (the memory's FAISS vectors, L2-normalised)
 # have a cosine of at least this: near-paraphrases. Templated generated questions stay below it (the
@@ -50,7 +51,10 @@ def read(credit_dir: Path, source_dir: Path | None = None) -> dict:
     if source_manifest.get("run_id") != probe.get("source_run_id"):
         raise ValueError(f"{source}: run {source_manifest.get('run_id')}, not the credit run's source "
                          f"{probe.get('source_run_id')}")
-    entries = logs.memory(source) or []
+    if (source_manifest.get("probe") or {}).get("name") == STREAM:  # a stream: the note versions it showed
+        entries = version_entries(logs.records(source, logs.NOTES))
+    else:
+        entries = logs.memory(source) or []
     predictions = logs.predictions(credit_dir, (CREDIT, CREDIT_NULL))
     calls = logs.rows(credit_dir, logs.CALLS, CALL_FIELDS)
     return {"credit": str(credit_dir), "source": str(source), "probe": probe, "entries": entries,

@@ -31,6 +31,7 @@ from critique.analysis.online_loop import (attractor, contamination, is_trusted,
 from critique.analysis.stats import sign_test, wilson
 from critique.analysis.tabular import Table
 from critique.base import vocab
+from critique.base.ids import version_id
 
 KEY, WINDOWS_KEY, ARMS_KEY = "stream", "stream_windows", "stream_arms"
 ARMS_TITLE = "Online memory: the arms of one stream (which ends highest; de-inflation against its random control)"
@@ -122,7 +123,7 @@ def _written(stream: dict, latest: bool) -> list[dict]:
 
 
 def _by_version(stream: dict) -> dict[str, dict]:
-    return {f"{v['note']}@{v['version']}": v for v in stream["versions"]}
+    return {version_id(v["note"], v["version"]): v for v in stream["versions"]}
 
 
 def _accuracy(steps: list[dict]) -> tuple:

@@ -274,7 +274,30 @@ def test_the_audit_reads_a_streams_notes_with_their_status_and_versions(home, fa
     text = tmp_path / "audit.md"
     assert main(["audit", str(out), "-o", str(text)]) == 0
     assert "| id | status | version |" in text.read_text(encoding="utf-8")
-    assert main(["credit", str(out), "--strategy", "EP_CRIT"]) == 2  # a stream's notes are credited online
+
+
+def test_credit_by_deletion_credits_each_note_version_a_step_showed(home, fake_llm, capsys):
+    data = _twin_dataset(home / "twins")
+    out = home / "revise"
+    assert main(argv(out, "gold", "--critic", "noisy:1", "--conflicts", "revise", "--conflict-similarity", "0.8",
+                     dataset=str(data))) == 0
+    capsys.readouterr()
+    assert main(["credit", str(out), "--strategy", "EP_CRIT", "--format", "json", "--quiet"]) == 0
+    printed = capsys.readouterr()
+    assert "rebuilt full prompts differ" not in printed.err  # each step's prompt rebuilt to its very request
+    report = json.loads(printed.out[printed.out.index("{"):])
+    shown = {v for r in steps(out) for v in r["retrieved_versions"]}
+    assert report["prompts"] == sum(bool(r["retrieved_versions"]) for r in steps(out))
+    assert report["deletions"] == sum(len(r["retrieved_versions"]) for r in steps(out))
+    credited = {e["id"]: e for e in report["rows"]}
+    assert shown <= set(credited) and all("@" in i for i in credited)  # NOTE@VERSION, each version apart
+    assert all(credited[v]["retrieved"] > 0 for v in shown)
+    assert {v["note"] + "@" + str(v["version"]) for v in notes(out)} == set(credited)
+    credit_run = out.parent / f"{out.name}__credit-EP_CRIT-test"
+    full = [c for c in rundir.read_jsonl(credit_run / "calls.jsonl") if c["strategy"] == "full"]
+    assert full and all(c["cached"] for c in full)  # the full prompts are the stream's own requests
+    for args in (["--on", "train"], ["--strategy", "EP+SEM_CRIT"]):
+        assert main(["credit", str(out), "--strategy", "EP_CRIT", *args]) == 2
 
 
 def test_refresh_every_keeps_advice_that_learns_with_the_notes(home, fake_llm):

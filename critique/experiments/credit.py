@@ -42,7 +42,8 @@ import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from critique.base import records, rundir, vocab
+from critique.base import records, rundir
+from critique.experiments import credit_stream
 from critique.base.records import Field
 from critique.engine.policy import REPEAT, SHARED
 from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_REPEAT as NULL, \
@@ -100,11 +101,6 @@ def refuse_unrebuildable(manifest: dict, source: Path) -> None:
     from critique.base.config import manifest_value
     from critique.base.errors import UserError
 
-    if (manifest.get("probe") or {}).get("name") == vocab.STREAM:
-        raise UserError(f"{source}: a stream, whose memory changed at every step: credit by deletion rebuilds a "
-                        "plain run's prompts over one memory. A stream credits its notes online by verification by "
-                        "disabling (critique stream --disable-test), and critique audit reads their status and "
-                        "versions")
     config = manifest["config"]
     for key in ("gate", "inject_budget"):
         if manifest_value(config, key) is not None:
@@ -179,6 +175,8 @@ def read_source(source: Path) -> dict:
     if not rundir.is_run_dir(source):
         raise FileNotFoundError(f"{source}: not a run directory (no {rundir.MANIFEST})")
     manifest = rundir.read_manifest(source)
+    if credit_stream.is_stream(manifest):  # a stream: its note versions (critique.experiments.credit_stream)
+        return credit_stream.read(source, manifest)
     episodic = source / rundir.MEMORY / "episodic.jsonl"
     if not episodic.exists():
         from critique.base.errors import UserError
@@ -328,11 +326,14 @@ def work_for(plan: dict):
 def plan(run, source: dict, strategy: str, on: str, cite: bool, null: int) -> dict:
     """The credit test's requests for an opened credit run; ``skipped``: prompts left out, and why."""
     skipped: list[str] = []
-    vectors = entry_vectors(source["path"] / rundir.MEMORY, source["entries"], lambda: run.encoder)
-    if on == "train":
-        cases = train_cases(run, source, strategy, vectors, skipped)
+    half = 0 if on == "test-half" else None
+    if source.get("stream"):
+        vectors = credit_stream.vectors(run, source["entries"])
+        cases = credit_stream.cases(run, source, half, skipped, Case, half_of)
     else:
-        cases = test_cases(run, source, strategy, 0 if on == "test-half" else None, skipped)
+        vectors = entry_vectors(source["path"] / rundir.MEMORY, source["entries"], lambda: run.encoder)
+        cases = train_cases(run, source, strategy, vectors, skipped) if on == "train" else \
+            test_cases(run, source, strategy, half, skipped)
     todo = requests(run, cases, strategy, vectors, cite, null)
     mismatched = [r.case.item.id for r in todo
                   if r.strategy == FULL and r.case.source_hash and not cite and r.hash != r.case.source_hash]
@@ -359,7 +360,9 @@ def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = F
     source = read_source(source_dir)
     manifest = source["manifest"]
     refuse_unrebuildable(manifest, source_dir)
-    if on != "train" and strategy not in manifest["config"].get("strategies", []):
+    if source.get("stream"):
+        credit_stream.refuse(manifest, source_dir, strategy, on)
+    elif on != "train" and strategy not in manifest["config"].get("strategies", []):
         raise UserError(f"{source_dir}: the run has no {strategy} test predictions to credit (use --on train)")
     config = source_config(manifest, **changes)
     out = Path(out) if out else default_out(source_dir, strategy, on, cite)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from critique.base import records, rundir
+from critique.base.ids import version_id
 from critique.base.records import Field
 from critique.base.vocab import CRITIQUE, EP_CRIT, EP_SEM_CRIT, SUMMARY, TRAIN
 from critique.engine.memory import critic, selection
@@ -178,7 +179,7 @@ class Stream:
         prompt, shown = found if found is not None else method(EP_CRIT).prompt(run, item, vector, item.id)
         latest = self.notes.latest()
         extra = {**selection.logged(shown), "step": number, "feedback": str(self.feedback),
-                 "retrieved_versions": [f"{e['id']}@{latest[e['id']]['version']}" for e in shown],
+                 "retrieved_versions": [version_id(e["id"], latest[e["id"]]["version"]) for e in shown],
                  "memory_notes": run.memory.size(item.user)}
         record = await run.answer(STREAM, name, item, prompt, seed=(name, STREAM), keep_same=True,
                                   retrieved=[e["id"] for e in shown], extra=extra, judge=judge, experiment=STREAM)

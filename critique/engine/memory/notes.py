@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from critique.base import records, rundir
+from critique.base.ids import version_id
 from critique.base.truth import initial_right, stored_verdict
 
 FILE = rundir.NOTES
@@ -81,7 +82,7 @@ class Notes:
             raise ValueError(f"a note's status is one of {', '.join(STATUSES)}, not {status!r}")
         old = self.latest()[note]
         sources = list(dict.fromkeys([*old["sources"], evidence]))
-        return self._write(note, old["version"] + 1, f"{note}@{old['version']}", status, entry or old["entry"],
+        return self._write(note, old["version"] + 1, version_id(note, old["version"]), status, entry or old["entry"],
                            sources, old["confidence"] if confidence is None else confidence, step, feedback, why)
 
     def _write(self, note: str, version: int, replaces: str | None, status: str, entry: dict, sources: list[str],

@@ -103,14 +103,14 @@ def corr_b_n(u0: list[dict]) -> dict:
     return out
 
 
-def _sums(points: list[tuple[float, float]]) -> tuple:
+def point_sums(points: list[tuple[float, float]]) -> tuple:
     """(count, sum x, sum y, sum x^2, sum xy) of a question's (x, y) points: a slope adds these up."""
     return (len(points), sum(x for x, _ in points), sum(y for _, y in points), sum(x * x for x, _ in points),
             sum(x * y for x, y in points))
 
 
 def slope_of(groups: list[tuple]) -> float | None:
-    """The least-squares slope of y on x from the groups' summed `_sums`; None when x is constant."""
+    """The least-squares slope of y on x from the groups' summed `point_sums`; None when x is constant."""
     n, sx, sy, sxx, sxy = (sum(g[i] for g in groups) for i in range(5))
     spread = sxx - sx * sx / n if n else 0.0
     return None if spread <= 1e-12 * max(1.0, sxx) else (sxy - sx * sy / n) / spread
@@ -141,7 +141,7 @@ def contamination(rows: list[dict], predictions: list[dict], strategies: tuple) 
         point = (sum(verdict[i] == 1 for i in known) / len(known), 0.0 if p.get("correct") is True else 1.0)
         questions.setdefault((p.get("user"), p.get("item_id")), []).append(point)
     xs = [x for points in questions.values() for x, _ in points]
-    groups = [_sums(points) for points in questions.values()]
+    groups = [point_sums(points) for points in questions.values()]
     out = {"kappa": slope_of(groups) if groups else None, "prompts": len(xs), "varying": varying(xs),
            "trusted_wrong": len(carriers), "low": None, "high": None, "undefined": None}
     if out["kappa"] is None:

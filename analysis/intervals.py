@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import random
 
-Z_95 = 1.959963984540054  # the standard normal's 97.5% quantile
+from critique.analysis import stats
+
 RESAMPLES = 2000
 SEED = 0
 WILSON = "wilson"
@@ -22,14 +23,11 @@ NOTE = (f"ci_low, ci_high: 95% interval of the accuracy: the Wilson score interv
         f"({RESAMPLES} resamples, seed {SEED}; ci_method in JSON)")
 
 
-def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float | None, float | None]:
-    """The Wilson score interval (%) of ``successes`` of ``n``; (None, None) when n is 0."""
-    if n <= 0:
-        return None, None
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return 100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half)
+def wilson(successes: int, n: int) -> tuple[float | None, float | None]:
+    """The Wilson score interval (%) of ``successes`` of ``n`` at 95% (critique.analysis.stats.wilson, in
+    percent); (None, None) when n is 0."""
+    low, high = stats.wilson(successes, n)
+    return (None, None) if low is None else (100.0 * low, 100.0 * high)
 
 
 def cluster_bootstrap(rates: list[float], resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:

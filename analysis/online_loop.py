@@ -5,7 +5,7 @@ difficulty is taken out) and the predicted attractor, where p = q(p). Reads noth
 
 from __future__ import annotations
 
-from critique.analysis.echo_stats import _sums, slope_of
+from critique.analysis.echo_stats import point_sums, slope_of
 from critique.analysis.stats import wilson
 
 
@@ -100,7 +100,7 @@ def contamination(steps: list[dict], versions: dict[str, dict],
     points = [p for group in groups.values() for p in group]
     if not points:
         return None, None
-    kappa = slope_of([_sums(points)]) if strata is None else within_slope(list(groups.values()))
+    kappa = slope_of([point_sums(points)]) if strata is None else within_slope(list(groups.values()))
     if kappa is None:
         return None, None
     mean_x, mean_y = (sum(p[i] for p in points) / len(points) for i in (0, 1))
@@ -111,7 +111,7 @@ def within_slope(groups: list[list[tuple[float, float]]]) -> float | None:
     """The within-group least-squares slope (each group's own means taken out); None when x never varies."""
     sxx = sxy = 0.0
     for points in groups:
-        n, sx, sy, sxx_g, sxy_g = _sums(points)
+        n, sx, sy, sxx_g, sxy_g = point_sums(points)
         if n:
             sxx += sxx_g - sx * sx / n
             sxy += sxy_g - sx * sy / n

@@ -63,8 +63,6 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
         more = {key: _filled(value, prompt, key) for key, value in props.items() if key != "answer"}
         return json.dumps({**more, "answer": options[pick]})
     echo = os.environ.get("FAKE_LLM_ECHO", "")
-    if "advice" not in props and props:  # the field's methods' replies (critique.engine.field)
-        return json.dumps(_filled(schema, prompt, ""))
     if "verdict" in props:  # the self critic (--critic self): no label in the prompt
         return _self_reply(prompt, props, echo)
     if "correct_answer" in props:
@@ -75,6 +73,8 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
         return json.dumps({"correct_answer": f"The correct answer is {said}.",
                            "local_reason": f"Here {gold} follows from the conditions.{echo}",
                            "global_reason": f"Apply the high-priority condition first.{echo}"})
+    if "advice" not in props and props:  # the field's methods' replies (critique.engine.field)
+        return json.dumps(_filled(schema, prompt, ""))
     # advice that depends on the prompt (a merge on the lists merged), always of the same length in tokens
     rule = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 9 + 1
     more = [f"Check candidate {i} against every condition in turn." for i in

@@ -145,10 +145,10 @@ class Learner:
         "dc", "expel": critique.engine.field) under ``train_budget`` when the Learner was given one.
         Resumes like ``critique run``: the same data again makes no call.
         A run directory holding a run on other data is refused before anything is written."""
-        from critique.engine.methods import method, parse_strategies
+        from critique.engine.methods import learns, method, parse_strategies
 
         learners = [method(name) for name in parse_strategies(",".join(methods))] if methods else []
-        if any(not hasattr(m, "learn") for m in learners):
+        if any(not learns(m) for m in learners):
             raise ValueError("methods: only memory methods with an offline stage of their own (ace, ace:nolabel, dc, "
                              "expel); the five strategies need the train stage alone")
         items, card = self._train_data(data)
@@ -220,9 +220,12 @@ class Learner:
         ``user``: the memory pool of preference data (a string question has no user otherwise).
         Answers already logged for the same prompt are returned without a call.
         """
-        from critique.engine.methods import method, parse_strategies
+        from critique.engine.methods import learns, method, parse_strategies
 
         parse_strategies(strategy)  # ValueError naming the known ones
+        if hasattr(method(strategy), "test"):
+            raise ValueError(f"{strategy} learns on the questions it answers, in their order: run it with critique run "
+                             "(or a study), which answers the test split in one go")
         items = [_question(q, user) for q in ([questions] if isinstance(questions, str) else questions)]
         if not items:
             return []
@@ -239,7 +242,7 @@ class Learner:
 
         async def go(run) -> None:
             learner = method(strategy)
-            if hasattr(learner, "learn"):
+            if learns(learner):
                 await learner.learn(run)
             vectors = run.encoder.encode([i.question for i in unique])
 

@@ -75,7 +75,7 @@ def test_the_label_free_variant_never_shows_a_label_and_the_labelled_one_does(ho
     assert not any("Ground Truth Answer:" in t or "ground truth" in t.lower() for t in text["ace:nolabel"])
 
 
-@pytest.mark.parametrize("name", METHODS)
+@pytest.mark.parametrize("name", METHODS + ("dc:online",))
 def test_a_run_killed_in_the_offline_stage_resumes_to_the_records_of_an_uninterrupted_one(home, fake_llm, name):
     out, whole = home / "killed", home / "whole"
     command = kill_after_calls(argv(out, name, "--no-cache"), out, 7)
@@ -195,3 +195,30 @@ def test_dspy_knn_retrieves_the_train_items_ep_label_retrieves_and_shows_their_l
             assert json.loads(answer["content"])["answer"] == gold[text]
     fake_llm.CALLS.clear()
     assert main(argv(out, "EP_LABEL,dspy:knn", "--limit", "15", "--k", "5")) == 0 and fake_llm.CALLS == []
+
+
+def test_dc_online_learns_on_the_test_questions_in_the_streams_order_without_a_label(home, fake_llm):
+    from critique.datasets.subsets import stream_order
+
+    out = home / "run"
+    assert main(argv(out, "zero_shot,dc:online")) == 0
+    calls = rundir.read_jsonl(out / "calls.jsonl")
+    answers = [c for c in calls if c["strategy"] == "dc:online" and c["stage"] == "test"]
+    curated = [c for c in calls if c["strategy"] == "dc:online" and c["stage"] == "dc_curate"]
+    test = [json.loads(line) for line in (home / "data" / "mcr-gen" / "test.jsonl").read_text().splitlines()]
+    order = [i.id for i in stream_order([_Item(r["id"]) for r in test[:LIMIT]], 0)]
+    assert [c["item_id"] for c in answers] == order and [c["item_id"] for c in curated] == order
+    gold = {r["id"]: r["answer"] for r in test}
+    assert not any(f"Correct answer: {gold[c['item_id']]}" in c["messages"][0]["content"] for c in curated)
+    for before, after in zip(curated, answers[1:]):  # each answer sees the cheatsheet the step before wrote
+        sheet = json.loads(before["response"])["cheatsheet"]
+        assert sheet in after["messages"][0]["content"]
+    learned = memory_of(out, "dc:online")["pools"]["all"]
+    assert learned["notes"][0]["sources"] == order and learned["offline_calls"] == LIMIT
+    fake_llm.CALLS.clear()
+    assert main(argv(out, "zero_shot,dc:online")) == 0 and fake_llm.CALLS == []
+
+
+class _Item:
+    def __init__(self, item_id: str):
+        self.id, self.user = item_id, None

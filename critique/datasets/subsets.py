@@ -1,8 +1,16 @@
-"""Nested seeded subsets of a train split (the train-size ablation)."""
+"""Nested seeded subsets of a train split (the train-size ablation), and the seeded order of a stream."""
 
 from __future__ import annotations
 
 import hashlib
+
+
+def stream_order(items: list, seed: int) -> list:
+    """The order in which a stream meets ``items`` (critique stream, and the field's online methods): by each one's
+    seeded rank (seed, user, id), so a preference user's items keep one seeded order within the stream."""
+    from critique.base.vocab import STREAM
+
+    return sorted(items, key=lambda i: seeded_rank(seed, i.user, i.id, STREAM))
 
 
 def seeded_rank(seed: int, user: str | None, item_id: str, salt: str | None = None) -> str:

@@ -19,7 +19,10 @@ and may have
   (critique.engine.field) build their memory there, each call through ``run.call`` with the method's name as
   its strategy; a run awaits the offline stages of its strategies together (``offline_stages``);
 - ``missing(run, item)``: why ``prompt`` gave None for the item (the prediction's error);
-- ``schema(run)``: the JSON schema of its answer, when it asks for more than the dataset's answer field.
+- ``schema(run)``: the JSON schema of its answer, when it asks for more than the dataset's answer field;
+- ``test(run, vectors, policy)``: its own test stage (a coroutine), for a method that learns as it answers (the
+  field's online methods): it answers the test questions in its order through ``run.answer`` (stage ``test``),
+  ``vectors`` their questions' embeddings by entry id, ``policy`` the test stage's.
 """
 
 from __future__ import annotations
@@ -96,8 +99,12 @@ async def offline_stages(run) -> None:
     replies alone, so they replay alike whatever order their calls end in."""
     import asyncio
 
-    await asyncio.gather(*(method(name).learn(run) for name in run.config.strategies
-                           if hasattr(method(name), "learn")))
+    await asyncio.gather(*(method(name).learn(run) for name in run.config.strategies if learns(method(name))))
+
+
+def learns(found) -> bool:
+    """The method has an offline stage of its own (``learn``)."""
+    return callable(getattr(found, "learn", None))
 
 
 def prompt_order(strategies: list[str]) -> list[str]:

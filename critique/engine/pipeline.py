@@ -284,10 +284,13 @@ class Run(RunDirectory):
         # Question by question, in PREFIX_ORDER: a local model reuses the shared prompt prefix
         # (EP_CRIT and EP+SEM_CRIT share all their examples) instead of reading it again.
         order = prompt_order(self.config.strategies)
+        online = [name for name in order if hasattr(method(name), "test")]  # methods that learn as they answer
         todo = [(name, i) for i in self.dataset.test for name in order
-                if pkey("test", name, i.user, i.id) not in self.predictions]
-        await self.each(todo, lambda pair: self._test_one(pair[0], pair[1], vectors[entry_id(pair[1])], policy),
-                        f"test ({', '.join(order)})")
+                if name not in online and pkey("test", name, i.user, i.id) not in self.predictions]
+        await asyncio.gather(
+            self.each(todo, lambda pair: self._test_one(pair[0], pair[1], vectors[entry_id(pair[1])], policy),
+                      f"test ({', '.join(order)})"),
+            *(method(name).test(self, vectors, policy) for name in online))
 
     def performance_prompt(self, name: str, item: Item, vector, exclude: str | None = None):
         """(prompt, entries) of strategy `name` for `item` (whose question encodes to `vector`), never

@@ -40,6 +40,7 @@ import numpy as np
 from critique.base import records, rundir
 from critique.base.ids import version_id
 from critique.base.records import Field
+from critique.datasets.subsets import stream_order
 from critique.base.vocab import CRITIQUE, EP_CRIT, EP_SEM_CRIT, SUMMARY, TRAIN
 from critique.engine.memory import critic, selection
 from critique.engine.memory.episodic import EpisodicMemory, Retrieved, entry_id, pool_of
@@ -61,13 +62,6 @@ records.declare(STREAM, (
     Field("survives", "boolean", "stream_verify: the answer survived the reorder verifier (the question asked again "
           "with its options permuted got it again); false: the note is demoted (marked doubtful)", required=False),
 ))
-
-
-def sequence(items: list, seed: int) -> list:
-    """The stream's order of ``items``: by each one's seeded rank (seed, user, id)."""
-    from critique.datasets.subsets import seeded_rank
-
-    return sorted(items, key=lambda i: seeded_rank(seed, i.user, i.id, STREAM))
 
 
 class Ranked:
@@ -267,7 +261,7 @@ class Stream:
             return
         (run.out / rundir.MEMORY).mkdir(exist_ok=True)
         self.notes.attach(run.out / rundir.MEMORY, fresh=True)  # written as the stream goes
-        order = sequence(run.dataset.test, self.probe["order"])
+        order = stream_order(run.dataset.test, self.probe["order"])
         encoded = run.encoder.encode([i.question for i in order])
         self.question_vectors = {entry_id(i): v for i, v in zip(order, encoded)}
         due: list[Step] = []

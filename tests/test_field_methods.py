@@ -75,7 +75,7 @@ def test_the_label_free_variant_never_shows_a_label_and_the_labelled_one_does(ho
     assert not any("Ground Truth Answer:" in t or "ground truth" in t.lower() for t in text["ace:nolabel"])
 
 
-@pytest.mark.parametrize("name", METHODS + ("dc:online",))
+@pytest.mark.parametrize("name", METHODS + ("dc:online", "ace:online"))
 def test_a_run_killed_in_the_offline_stage_resumes_to_the_records_of_an_uninterrupted_one(home, fake_llm, name):
     out, whole = home / "killed", home / "whole"
     command = kill_after_calls(argv(out, name, "--no-cache"), out, 7)
@@ -222,3 +222,22 @@ def test_dc_online_learns_on_the_test_questions_in_the_streams_order_without_a_l
 class _Item:
     def __init__(self, item_id: str):
         self.id, self.user = item_id, None
+
+
+def test_ace_online_answers_each_test_question_then_learns_from_its_label(home, fake_llm):
+    out = home / "run"
+    assert main(argv(out, "ace:online")) == 0
+    calls = rundir.read_jsonl(out / "calls.jsonl")
+    answers = [c for c in calls if c["stage"] == "test"]
+    learning = [c for c in calls if c["stage"] != "test"]
+    assert len(answers) == LIMIT and {c["stage"] for c in learning} <= {"ace_generate", "ace_reflect", "ace_curate"}
+    assert {c["item_id"] for c in learning} <= {c["item_id"] for c in answers}  # it learns on the test questions
+    assert all("Ground Truth Answer:" in c["messages"][0]["content"] for c in learning if c["stage"] == "ace_reflect")
+    curated = next(n for n, c in enumerate(calls) if c["stage"] == "ace_curate")
+    later = [c for c in calls[curated:] if c["stage"] == "test"]
+    assert "(empty)" in answers[0]["messages"][0]["content"].split("Reflection:")[0]  # the first: no playbook yet
+    assert later and all("helpful=" in c["messages"][0]["content"] for c in later)  # then the bullets learned
+    learned = memory_of(out, "ace:online")["pools"]["all"]
+    assert learned["offline_calls"] == len(learning) and learned["notes"]
+    fake_llm.CALLS.clear()
+    assert main(argv(out, "ace:online")) == 0 and fake_llm.CALLS == []

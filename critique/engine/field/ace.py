@@ -85,9 +85,11 @@ class ACE:
                     return book
         return book
 
-    async def _step(self, run, item, book: Playbook, offline: Offline, sample: int, total: int) -> bool:
-        """One train item: generate, reflect (and regenerate), curate; False once the stage has stopped."""
-        reply = await self._generate(run, item, book, "(empty)", offline)
+    async def _step(self, run, item, book: Playbook, offline: Offline, sample: int, total: int,
+                    reply: dict | None = None) -> bool:
+        """One train item: generate (``reply``: the answer already given, online), reflect (and regenerate),
+        curate; False once the stage has stopped."""
+        reply = reply or await self._generate(run, item, book, "(empty)", offline)
         if reply is None:
             return offline.stopped is None
         reflection = None
@@ -113,11 +115,7 @@ class ACE:
                                question=item.question, answer_space=run.space)
         result = await offline.ask("ace_generate", item, prompt, self.schema(run), "answer")
         reply = offline.read(result, item)
-        if reply is None:
-            return None
-        answer = parsing.extract_answer(result.text, run.space)
-        ids = reply.get("bullet_ids") if isinstance(reply.get("bullet_ids"), list) else []
-        return {"reasoning": str(reply.get("reasoning", "")), "answer": answer, "bullet_ids": [str(i) for i in ids]}
+        return generated(reply, result.text, run.space)
 
     async def _reflect(self, run, item, book: Playbook, reply: dict, feedback: str, offline: Offline) -> str | None:
         prompt = method_prompt(REFLECTOR, task=run.task, question=item.question, reasoning=reply["reasoning"],
@@ -155,6 +153,16 @@ class ACE:
     def missing(self, run, item) -> str:
         learned = run.learned.get(self.name)
         return memory.not_ready(self.name, learned.offline[pool_of(item.user)] if learned else None)
+
+
+def generated(reply: dict | None, text: str | None, space: list[str]) -> dict | None:
+    """What the generator's reply says (``reply``: its JSON object, ``text``: the reply): its reasoning, its answer
+    and the bullets it used; None without one."""
+    if reply is None:
+        return None
+    ids = reply.get("bullet_ids") if isinstance(reply.get("bullet_ids"), list) else []
+    return {"reasoning": str(reply.get("reasoning", "")), "answer": parsing.extract_answer(text, space),
+            "bullet_ids": [str(i) for i in ids]}
 
 
 register(ACE("ace", labelled=True))

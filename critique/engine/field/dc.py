@@ -8,15 +8,11 @@ steps rewrote it."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
-from critique.datasets.subsets import stream_order
-from critique.engine import parsing
-from critique.engine.field import memory
+from critique.engine.field import memory, online
 from critique.engine.field.offline import Offline, method_prompt
-from critique.engine.memory import selection
-from critique.engine.memory.episodic import entry_id, pool_of
+from critique.engine.memory.episodic import pool_of
 from critique.engine.methods import register
 
 EMPTY = "(empty)"  # the reference implementation's first cheatsheet
@@ -109,56 +105,43 @@ register(DynamicCheatsheet())
 
 
 class OnlineCheatsheet(DynamicCheatsheet):
-    """``dc:online``: Dynamic Cheatsheet as its paper runs it, over the test questions themselves (in the stream's
-    seeded order, per pool; critique.datasets.subsets.stream_order): each question is answered with the
-    cheatsheet as it stands (the test prediction), then the curator rewrites the cheatsheet from that answer, no
-    label seen. No offline stage; the curator's calls are the method's learning, counted (and stopped by
-    --train-budget) as an offline stage's are, in memory/dc_online.json."""
+    """``dc:online``: Dynamic Cheatsheet as its paper runs it, over the test questions themselves
+    (critique.engine.field.online): each question is answered with the cheatsheet as it stands (the test
+    prediction), then the curator rewrites the cheatsheet from that answer, no label seen. No offline stage; the
+    curator's calls are the method's learning, counted (and stopped by --train-budget) as an offline stage's are,
+    in memory/dc_online.json."""
 
     name = "dc:online"
     learn = None  # no offline stage: it learns on the test questions
 
     async def test(self, run, vectors: dict, policy) -> None:
-        async def one(items: list, ledger: Offline) -> Cheatsheet:
-            return await self._answer_each(run, stream_order(items, run.config.seed), ledger, vectors, policy)
+        async def each(items: list, ledger: Offline) -> Cheatsheet:
+            return await self._answer_each(run, items, ledger, vectors, policy)
 
-        pools: dict[str, list] = {}
-        for item in run.dataset.test:
-            pools.setdefault(pool_of(item.user), []).append(item)
-        ledgers = {pool: Offline(run, self.name, budget=memory.budget_share(run, pools)) for pool in pools}
-        sheets = dict(zip(pools, await asyncio.gather(*(one(items, ledgers[p]) for p, items in pools.items()))))
+        sheets, ledgers = await online.each_test_pool(run, self.name, each)
         memory.save(run, self.name, {pool: sheet.notes(pool) for pool, sheet in sheets.items()}, ledgers)
 
     async def _answer_each(self, run, items: list, ledger: Offline, vectors: dict, policy) -> Cheatsheet:
         sheet = Cheatsheet()
         for n, item in enumerate(items):
-            notes = sheet.notes(pool_of(item.user))
-            shown = memory.shown(notes, memory.encoded(run, notes), vectors[entry_id(item)])
-            record = await run.answer("test", self.name, item, self._generator(run, sheet, item), seed=(self.name,),
-                                      retrieved=[e["id"] for e in shown], extra=selection.logged(shown),
-                                      policy=policy, schema=self.schema(run), keep_same=True)
+            record = await online.answer(run, self.name, item, self._generator(run, sheet, item),
+                                         sheet.notes(pool_of(item.user)), vectors, policy, self.schema(run))
             if record.get("error"):
-                self._stop(run, items[n + 1:], f"the answer to {item.id} failed")
+                online.stop(run, self.name, items[n + 1:], f"the answer to {item.id} failed")
                 return sheet
-            answer = (run.logged.get(record["request_hash"]) or {}).get("response")
+            answer = online.reply_of(run, record)
             if answer is None or ledger.stopped is not None:
                 continue  # no reply to learn from (it did not fit), or the budget is spent: it answers on
             prompt = method_prompt(CURATOR, cheatsheet=sheet.text, task=run.task, question=item.question,
                                    answer=answer)
             reply = ledger.read(await ledger.ask("dc_curate", item, prompt, CURATOR_SCHEMA, "cheatsheet"), item)
             if ledger.failed:
-                self._stop(run, items[n + 1:], ledger.stopped)
+                online.stop(run, self.name, items[n + 1:], ledger.stopped)
                 return sheet
             text = str((reply or {}).get("cheatsheet") or "").strip()
             if text:
                 sheet = Cheatsheet(text, (*sheet.sources, item.id))
         return sheet
-
-    def _stop(self, run, rest: list, why: str) -> None:
-        """The questions after a failed call: each an error a rerun retries (the cheatsheet they need is not there)."""
-        for item in rest:
-            wrong = parsing.wrong_answer(item.answer, run.space, item.user, item.id, self.name)
-            run.unanswered("test", self.name, item, f"{self.name} stopped: {why}; rerun to go on", answer=wrong)
 
 
 register(OnlineCheatsheet())

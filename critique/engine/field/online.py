@@ -1,0 +1,46 @@
+"""What the field's online methods share (``dc:online``, ``ace:online``): they answer the test questions
+themselves, per pool in the stream's seeded order (critique.datasets.subsets.stream_order), each with the memory
+as it stands, and learn from each answer before the next; their learning calls go through an Offline ledger
+(counted, stopped by --train-budget) and their memory is saved like an offline method's (memory/METHOD.json)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from critique.datasets.subsets import stream_order
+from critique.engine import parsing
+from critique.engine.field import memory
+from critique.engine.field.offline import Offline
+from critique.engine.memory import selection
+from critique.engine.memory.episodic import entry_id, pool_of
+
+
+async def each_test_pool(run, name: str, work) -> tuple[dict, dict]:
+    """``work(items, ledger)`` for the test items of each pool, in the stream's order, the pools at once; returns
+    (pool -> what its work returned, pool -> its ledger)."""
+    pools: dict[str, list] = {}
+    for item in run.dataset.test:
+        pools.setdefault(pool_of(item.user), []).append(item)
+    ledgers = {pool: Offline(run, name, budget=memory.budget_share(run, pools)) for pool in pools}
+    done = await asyncio.gather(*(work(stream_order(items, run.config.seed), ledgers[pool])
+                                  for pool, items in pools.items()))
+    return dict(zip(pools, done)), ledgers
+
+
+async def answer(run, name: str, item, prompt, notes: list[dict], vectors: dict, policy, schema: dict) -> dict:
+    """The test prediction of ``item`` (a logged one of the same request is kept), with the notes it was shown."""
+    shown = memory.shown(notes, memory.encoded(run, notes), vectors[entry_id(item)])
+    return await run.answer("test", name, item, prompt, seed=(name,), retrieved=[e["id"] for e in shown],
+                            extra=selection.logged(shown), policy=policy, schema=schema, keep_same=True)
+
+
+def reply_of(run, record: dict) -> str | None:
+    """The reply text of a prediction's call (None: no reply, as for a prompt that did not fit)."""
+    return (run.logged.get(record.get("request_hash")) or {}).get("response")
+
+
+def stop(run, name: str, rest: list, why: str) -> None:
+    """The questions after a failed call: each an error a rerun retries (the memory they need is not there)."""
+    for item in rest:
+        wrong = parsing.wrong_answer(item.answer, run.space, item.user, item.id, name)
+        run.unanswered("test", name, item, f"{name} stopped: {why}; rerun to go on", answer=wrong)

@@ -141,3 +141,26 @@ def _experiments() -> list[str]:
 def test_the_document_holds_each_generated_table(kind):
     assert records.markdown_table(kind) in DOC.read_text(encoding="utf-8"), \
         f"docs/run-directory.md is out of date: paste records.markdown_table({kind!r})"
+
+
+def test_the_manifest_names_the_code_the_command_and_the_folders(home, fake_llm):
+    import re
+
+    from critique import Learner
+    from critique.cli import main
+
+    out = home / "run"
+    command = ["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "2", "--strategies", "zero_shot",
+               "--out", str(out), "--quiet"]
+    assert main(command) == 0
+    manifest = rundir.read_manifest(out)
+    assert manifest["command"] == ["critique", *command]
+    code = manifest["code"]
+    assert code["version"] == manifest["versions"]["critique"]
+    if (Path(records.__file__).resolve().parents[2] / ".git").exists():  # a checkout: its commit
+        assert re.fullmatch(r"[0-9a-f]{40}", code["commit"]) and isinstance(code["dirty"], bool)
+    assert manifest["folders"] == {"cache": str(home / "cache"), "data": str(home / "data")}
+    learner = home / "learner"
+    Learner("fake/model", task="Is it true?", answer_space=["yes", "no"], out=learner, progress=False).fit(
+        [("Water is wet.", "yes"), ("Fire is cold.", "no")])
+    assert rundir.read_manifest(learner)["command"] is None  # from Python: no command line

@@ -30,6 +30,13 @@ MANIFEST = (
     Field("templates", "object", "template file name -> sha256 of every prompt template of the run's set "
           "(config.prompts)", analysis=True),
     Field("versions", "object", "package name -> installed version (null when absent)"),
+    Field("code", "object", "the code that ran it last: {version: critique's package version, commit: the git commit "
+          "of its source tree (null outside a git checkout), dirty: the tree had uncommitted changes}",
+          required=False),
+    Field("command", "array|null", "the command line that opened the run last (argv, secrets redacted); null from "
+          "Python (the Learner, a library call)", required=False),
+    Field("folders", "object", "{cache, data}: the response and embedding cache folder and the dataset folder in "
+          "use", required=False),
     Field("local_model", "object|null", "the embedded model's weights and bounds; null for other models"),
     Field("learner", "boolean", "written by critique.Learner.fit: a fit's folder, not a study run (the tables leave "
           "it out)", required=False, analysis=True),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from critique.base.command import set_command
 from critique.base.errors import RunError, UserError
 
 
@@ -24,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     from critique.datasets.splits import DatasetError
 
     args = build_parser().parse_args(argv)
+    set_command(sys.argv[1:] if argv is None else argv)
     try:
         return int(args.func(args) or 0)
     except (UserError, DatasetError, FileNotFoundError) as exc:
@@ -39,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("critique: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
+    finally:
+        set_command(None)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from critique.base import records, rundir
+from critique.base.command import command
 from critique.base.config import IDENTITY, RunConfig, manifest_value
+from critique.base.paths import cache_dir
 from critique.base.errors import RunError
 from critique.datasets.splits import Dataset
 from critique.engine import prompts
@@ -125,7 +127,9 @@ class RunDirectory:
             "dataset": {"name": d.name, "path": str(d.path), "checksum": d.checksum, "kind": d.card.kind,
                         "answer_space": d.card.answer_space, "users": d.card.users,
                         "n_train": len(d.train), "n_test": len(d.test)},
-            "templates": prompts.all_hashes(self.config.prompts), "versions": versions(),
+            "templates": prompts.all_hashes(self.config.prompts), "versions": versions(), "code": code_version(),
+            "command": command(), "folders": {"cache": str(cache_dir(self.config.cache_dir)),
+                                                   "data": str(Path(d.path).parent)},
             "learner": bool(old.get("learner")) if old else self.learner,
             "local_model": self.llm.local,  # the embedded model's weights and bounds; None for other models
             "dropped_params": self._dropped_params(),
@@ -161,6 +165,29 @@ class RunDirectory:
 
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def code_version() -> dict:
+    """critique's package version, and the git commit of its source tree when it runs from a checkout."""
+    import subprocess
+    from importlib import metadata
+
+    try:
+        version = metadata.version("critique")
+    except metadata.PackageNotFoundError:
+        version = None
+    root = Path(__file__).resolve().parents[2]
+    commit, dirty = None, None
+    if (root / ".git").exists():
+        try:
+            commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                    timeout=10).stdout.strip() or None
+            status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                    capture_output=True, text=True, timeout=10)
+            dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+        except (OSError, subprocess.SubprocessError):
+            commit = None
+    return {"version": version, "commit": commit, "dirty": dirty}
 
 
 def versions() -> dict:

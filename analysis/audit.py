@@ -281,13 +281,14 @@ def audit_run(meta: dict, partner: dict | None, problems: list[str], data_dirs: 
     manifest = logs.manifest(path)
     space = [str(a) for a in (manifest.get("dataset") or {}).get("answer_space") or []]
     entries, pools = read_memory(path, problems)
-    predictions = counted(path, vocab.TEST, problems)
+    learner = bool(meta.get("learner"))  # a Learner's folder: its prompts are its predictions (stage predict)
+    predictions = counted(path, vocab.PREDICT if learner else vocab.TEST, problems)
     stream = meta["probe"] == vocab.STREAM
     if stream:  # its memory is the notes store, its prompts the stream's
         (entries, latest), pools = audit_notes.latest_entries(path, problems), None
         predictions = counted(path, vocab.STREAM, problems)
     out = {"run": meta["path"], "model": model_label(meta), "dataset": meta["dataset"], "kind": meta["kind"],
-           "experiment": "stream" if stream else "plain run" if meta["ablation"] is None else
+           "experiment": "stream" if stream else "Learner" if learner else "plain run" if meta["ablation"] is None else
            f"ablation {meta['ablation']} = {meta['ablation_value']}",
            "strategies": (manifest.get("config") or {}).get("strategies") or [], "answer_space": space,
            "memory": entries is not None, "note": None, "truth": None, "summary": None, "reuse": None,
@@ -321,7 +322,7 @@ def audit(paths: list[str], data_dirs: list[str] = ()) -> dict:
 
     errors: list[str] = []
     problems: list[str] = []
-    metas = read.runs(paths, True, errors, problems)  # the memory of each run, whatever its templates
+    metas = read.runs(paths, True, errors, problems, learners=True)  # each run's memory, a Learner's too
     probes = [m for m in metas if m["probe"] == vocab.SUGGESTIBILITY]
     audited = [m for m in metas if m["probe"] in (None, vocab.STREAM)]
     if not audited:

@@ -136,7 +136,7 @@ def analyse(args) -> Analysis:
     problems.extend(logs.problems)
     errors.extend(logs.errors)
     if not logs.runs:
-        raise _user_error("no readable run directory among the inputs: " + "; ".join(errors))
+        raise _user_error("no readable run directory among the inputs: " + "; ".join(errors or logs.problems))
     cells = cells_mod.from_logs(logs)
     result = tables.build(cells)
     from critique.analysis import echo

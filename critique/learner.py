@@ -28,14 +28,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from critique.base import rundir
+from critique.base import rundir, vocab
 from critique.engine import parsing
 from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, dataset_files, files_checksum, write_files
 from critique.engine.memory import semantic as semantic_store
 from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
 from critique.base.config import RunConfig, manifest_run_config
 
-STAGE = "predict"
+STAGE = vocab.PREDICT
 DATA = "data"
 
 

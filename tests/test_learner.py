@@ -206,3 +206,20 @@ def test_fit_runs_a_field_methods_offline_stage_and_predict_answers_with_its_mem
     assert fake_llm.CALLS == []
     with pytest.raises(ValueError, match="offline stage of their own"):
         learner(out).fit(TRAIN, methods=["EP_CRIT"])
+
+
+def test_audit_reads_a_learners_folder_and_tables_says_why_it_has_no_table(home, fake_llm, capsys, tmp_path):
+    from critique.cli import main
+
+    out = home / "run"
+    lr = learner(out).fit(TRAIN)
+    predictions = lr.predict(NEW, strategy="EP_CRIT")
+    report = tmp_path / "audit.json"
+    assert main(["audit", str(out), "--format", "json", "-o", str(report)]) == 0
+    audit = json.loads(report.read_text(encoding="utf-8"))["audits"][0]
+    assert audit["experiment"] == "Learner" and len(audit["entries"]) == len(lr.memory.entries)
+    assert audit["summary"]["retrievals"] == sum(len(p.retrieved) for p in predictions) > 0
+    capsys.readouterr()
+    assert main(["tables", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "critique.Learner's" in err and "critique audit reads a Learner's memory" in err and str(out) in err

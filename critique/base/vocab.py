@@ -39,6 +39,7 @@ OFFLINE_STAGES = {
 }
 
 TEST = "test"
+PREDICT = "predict"  # a Learner's predictions (critique.Learner.predict): its questions, without a label
 TRAIN = "train_predict"
 CRITIQUE = "critique"
 RECRITIQUE = "recritique"  # a second critique call (--on-mismatch recritique)

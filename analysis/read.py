@@ -165,9 +165,8 @@ def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: li
     learners = [m for m in metas if m["learner"]]
     if learners and not keep_learners:
         shown = ", ".join(m["path"] for m in learners[:3]) + (", ..." if len(learners) > 3 else "")
-        problems.append(f"{len(learners)} run director{'y is' if len(learners) == 1 else 'ies are'} a "
-                        f"critique.Learner's (no test split, so no table has a cell of it), not study runs; left out: "
-                        f"{shown} (critique audit reads a Learner's memory, critique export its records)")
+        problems.append(f"a critique.Learner's folder has no test split, so no table (critique audit reads its "
+                        f"memory, critique export its records); left out: {shown}")
         metas = [m for m in metas if not m["learner"]]
     conflicts = template_conflicts(metas)
     for (model, dataset, _), why in sorted(conflicts.items()):

@@ -102,7 +102,7 @@ def test_a_learner_folder_is_not_a_study_point(home, fake_llm, capsys):
     capsys.readouterr()
     code, out, err = tables(capsys, home, "--format", "json")
     assert code == 0
-    assert "1 run directory is a critique.Learner's (no test split), not study runs; left out" in err
+    assert "a critique.Learner's folder has no test split, so no table" in err and f"left out: {fitted}" in err
     data = json.loads(out)
     assert [e["runs"] for e in data["inputs"]["experiments"]] == [[str(plain)]]
     assert {r["dataset"] for r in data["table5_costs"]} == {"mcr-gen"}

@@ -187,22 +187,27 @@ def read_source(source: Path) -> dict:
     return {"path": source, "manifest": manifest, "entries": rundir.read_jsonl(episodic), "semantic": semantic}
 
 
-def test_cases(run, source: dict, strategy: str, half: int | None, skipped: list[str]) -> list[Case]:
-    """The source run's test prompts of ``strategy`` (``half``: only the test items of that half), each
-    rebuilt from the entry ids its prediction logged."""
-    by_id = {e["id"]: e for e in source["entries"]}
+def answered(run, predictions: list[dict], half: int | None, skipped: list[str], what: str):
+    """(prediction, item) of each final prediction of a test item with an answer (``half``: of that half only);
+    one left out says why in ``skipped`` (``what``: how it names the prediction)."""
     items = {(i.user, i.id): i for i in run.dataset.test}
-    predictions = [p for p in rundir.read_jsonl(source["path"] / rundir.PREDICTIONS)
-                   if p.get("stage") == "test" and p.get("strategy") == strategy]
-    cases, empty = [], 0
     for p in rundir.latest(predictions):
         item = items.get((p.get("user"), p["item_id"]))
         if item is None or p.get("error") or p.get("request_hash") is None:
             skipped.append(f"{p['item_id']}: " + ("not in the dataset's test split" if item is None else
-                                                  "its source prediction has no answer (an error)"))
-            continue
-        if half is not None and half_of(item.user, item.id, run.config.seed) != half:
-            continue
+                                                  f"{what} has no answer (an error)"))
+        elif half is None or half_of(item.user, item.id, run.config.seed) == half:
+            yield p, item
+
+
+def test_cases(run, source: dict, strategy: str, half: int | None, skipped: list[str]) -> list[Case]:
+    """The source run's test prompts of ``strategy`` (``half``: only the test items of that half), each
+    rebuilt from the entry ids its prediction logged."""
+    by_id = {e["id"]: e for e in source["entries"]}
+    predictions = [p for p in rundir.read_jsonl(source["path"] / rundir.PREDICTIONS)
+                   if p.get("stage") == "test" and p.get("strategy") == strategy]
+    cases, empty = [], 0
+    for p, item in answered(run, predictions, half, skipped, "its source prediction"):
         if not p.get("retrieved"):
             empty += 1
             continue
@@ -329,7 +334,8 @@ def plan(run, source: dict, strategy: str, on: str, cite: bool, null: int) -> di
     half = 0 if on == "test-half" else None
     if source.get("stream"):
         vectors = credit_stream.vectors(run, source["entries"])
-        cases = credit_stream.cases(run, source, half, skipped, Case, half_of)
+        steps = credit_stream.steps(source)
+        cases = credit_stream.cases(source, answered(run, steps, half, skipped, "its step"), skipped, Case)
     else:
         vectors = entry_vectors(source["path"] / rundir.MEMORY, source["entries"], lambda: run.encoder)
         cases = train_cases(run, source, strategy, vectors, skipped) if on == "train" else \

@@ -50,22 +50,18 @@ def vectors(run, entries: list[dict]) -> dict:
     return dict(zip((e["id"] for e in entries), encoded))
 
 
-def cases(run, source: dict, half: int | None, skipped: list[str], case, half_of) -> list:
-    """Each step's prompt (``case``: credit.Case; ``half_of``: credit.half_of), rebuilt from the versions it
-    showed."""
+def steps(source: dict) -> list[dict]:
+    """The stream's step predictions, their fields by name (retrieved_versions)."""
+    return [records.flat(p) for p in rundir.read_jsonl(source["path"] / rundir.PREDICTIONS)
+            if p.get("stage") == vocab.STREAM]
+
+
+def cases(source: dict, answered, skipped: list[str], case) -> list:
+    """Each answered step's prompt (``answered``: (step, item) pairs, credit.answered; ``case``: credit.Case),
+    rebuilt from the note versions it showed."""
     by_id = {e["id"]: e for e in source["entries"]}
-    items = {(i.user, i.id): i for i in run.dataset.test}
-    steps = [records.flat(p) for p in rundir.read_jsonl(source["path"] / rundir.PREDICTIONS)
-             if p.get("stage") == vocab.STREAM]
     found, empty = [], 0
-    for p in rundir.latest(steps):
-        item = items.get((p.get("user"), p["item_id"]))
-        if item is None or p.get("error") or p.get("request_hash") is None:
-            skipped.append(f"{p['item_id']}: " + ("not in the dataset's test split" if item is None else
-                                                  "its step has no answer (an error)"))
-            continue
-        if half is not None and half_of(item.user, item.id, run.config.seed) != half:
-            continue
+    for p, item in answered:
         shown = p.get("retrieved_versions") or []
         if not shown:
             empty += 1

@@ -3,7 +3,8 @@ directories are compared.
 
 "Identical in content" ignores exactly the fields in VOLATILE_CALL, VOLATILE_PREDICTION,
 VOLATILE_MEMORY and VOLATILE_MANIFEST: when and how fast a call was answered, by which
-attempt, from which cache, and the id of the run. Everything else must match.
+attempt, from which cache, the id of the run, and the command line and folders it was opened with. Everything
+else must match.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 VOLATILE_CALL = frozenset({"run_id", "time", "latency_s", "cached", "retries"})
 VOLATILE_PREDICTION = frozenset({"run_id"})
 VOLATILE_MEMORY = frozenset({"run_id"})
-VOLATILE_MANIFEST = frozenset({"run_id", "started", "finished", "resumed"})
+VOLATILE_MANIFEST = frozenset({"run_id", "started", "finished", "resumed", "command", "folders"})
 
 
 class Launcher:

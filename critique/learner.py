@@ -150,7 +150,7 @@ class Learner:
         learners = [method(name) for name in parse_strategies(",".join(methods))] if methods else []
         if any(not learns(m) for m in learners):
             raise ValueError("methods: only memory methods with an offline stage of their own (ace, ace:nolabel, dc, "
-                             "expel); the five strategies need the train stage alone")
+                             "expel, dspy:knn); the five strategies need the train stage alone")
         items, card = self._train_data(data)
         self._write_data(items, card)
         self.config = replace(self.config, dataset=str(self.out / DATA))

@@ -1,12 +1,12 @@
 """What the field's methods share once their offline stage is done: the memory file each writes (memory/<method>
 .json: its notes, each with its sources, and how its stage went), the notes a prompt shows with their similarity
-to the question, and the error of a test question whose method has no memory yet."""
+to the question, the pools each learns in and its share of the budget, and the error of a test question whose
+method has no memory yet."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import asyncio
+from pathlib import Path
 
 import numpy as np
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from critique.engine.field import memory, online
-from critique.engine.field.offline import Offline, method_prompt
+from critique.engine.field.offline import Offline, method_prompt, reasoned_answer
 from critique.engine.memory.episodic import pool_of
 from critique.engine.methods import register
 
@@ -20,12 +20,6 @@ EMPTY = "(empty)"  # the reference implementation's first cheatsheet
 # parse the grammar of a string bound of 1500 characters (other providers get no bound: critique.llm.bounds).
 CHEATSHEET_CHARS = 1000
 GENERATOR, CURATOR = "dc_generator.j2", "dc_curator.j2"
-
-
-def generator_schema(space: list[str]) -> dict:
-    return {"type": "object", "properties": {"reasoning": {"type": "string", "maxLength": 600},
-                                             "answer": {"type": "string", "enum": list(space)}},
-            "required": ["reasoning", "answer"], "additionalProperties": False}
 
 
 CURATOR_SCHEMA = {"type": "object", "properties": {"cheatsheet": {"type": "string", "maxLength": CHEATSHEET_CHARS}},
@@ -57,7 +51,7 @@ class DynamicCheatsheet:
         return frozenset()
 
     def schema(self, run) -> dict:
-        return generator_schema(run.space)
+        return reasoned_answer(run.space)
 
     async def learn(self, run) -> None:
         sheets, offline = await memory.each_pool(run, self.name, lambda items, stage: self._pool(run, items, stage))

@@ -20,7 +20,7 @@ import numpy as np
 from critique.datasets.subsets import seeded_rank
 from critique.engine import parsing
 from critique.engine.field import insights, memory
-from critique.engine.field.offline import Offline, method_prompt
+from critique.engine.field.offline import Offline, method_prompt, reasoned_answer
 from critique.engine.memory.episodic import Retrieved, pool_of
 from critique.engine.methods import register
 
@@ -32,12 +32,6 @@ REFLECTION_SCHEMA = {"type": "object", "properties": {"reflection": {"type": "st
                      "required": ["reflection"], "additionalProperties": False}
 OPERATIONS_SCHEMA = {"type": "object", "properties": {"operations": {"type": "array", "maxItems": 4, "items": {
     "type": "string", "maxLength": TEXT_CHARS}}}, "required": ["operations"], "additionalProperties": False}
-
-
-def attempt_schema(space: list[str]) -> dict:
-    return {"type": "object", "properties": {"reasoning": {"type": "string", "maxLength": TEXT_CHARS},
-                                             "answer": {"type": "string", "enum": list(space)}},
-            "required": ["reasoning", "answer"], "additionalProperties": False}
 
 
 @dataclass
@@ -62,7 +56,7 @@ class ExpeL:
         return frozenset()
 
     def schema(self, run) -> dict:
-        return attempt_schema(run.space)
+        return reasoned_answer(run.space)
 
     async def learn(self, run) -> None:
         pools, offline = await memory.each_pool(run, self.name, lambda items, stage: self._pool(run, items, stage))

@@ -17,6 +17,14 @@ from critique.engine.agents import Prompt
 from critique.llm.client import LLMResult
 
 BUDGET = "budget"  # stopped: the method's offline stage spent --train-budget tokens
+REASONING_CHARS = 600  # the longest reasoning the embedded model's grammar lets a method's answer hold
+
+
+def reasoned_answer(space: list[str]) -> dict:
+    """The JSON schema of an answer with its reasoning first (DC's generator, ExpeL's trials)."""
+    return {"type": "object", "properties": {"reasoning": {"type": "string", "maxLength": REASONING_CHARS},
+                                             "answer": {"type": "string", "enum": list(space)}},
+            "required": ["reasoning", "answer"], "additionalProperties": False}
 
 
 def method_prompt(template: str, **values) -> Prompt:

@@ -114,8 +114,7 @@ class ACE:
         prompt = method_prompt(GENERATOR, playbook=book.render(), reflection=reflection, task=run.task,
                                question=item.question, answer_space=run.space)
         result = await offline.ask("ace_generate", item, prompt, self.schema(run), "answer")
-        reply = offline.read(result, item)
-        return generated(reply, result.text, run.space)
+        return generated(offline.read(result, item), result.text if result is not None else None, run.space)
 
     async def _reflect(self, run, item, book: Playbook, reply: dict, feedback: str, offline: Offline) -> str | None:
         prompt = method_prompt(REFLECTOR, task=run.task, question=item.question, reasoning=reply["reasoning"],

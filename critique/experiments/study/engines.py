@@ -172,12 +172,13 @@ class Dask(Threads):
         self._heart = threading.Thread(target=self._beat, name="critique-study-heartbeat", daemon=True)
         self._heart.start()
         self._seen: tuple[object, float] | None = None
+        self._here, self._here_lock = 0, threading.Lock()  # cells of this process running with this object
 
     def __getstate__(self) -> dict:
         return {k: self.__dict__[k] for k in ("limits", "_cells", "_stop", "_noticed", "_alive")}
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _seen=None)
+        self.__dict__.update(state, _seen=None, _here=0, _here_lock=threading.Lock())
 
     def _beat(self) -> None:
         beat = 0
@@ -198,6 +199,10 @@ class Dask(Threads):
     @contextlib.contextmanager
     def running(self):
         self._cells.acquire()
+        with self._here_lock:  # a worker may run several cells with this one object: their leases are refreshed
+            self._here += 1
+            for semaphore in self.limits.semaphores():
+                semaphore.refresh_leases = True
         try:
             yield
         finally:
@@ -215,9 +220,15 @@ class Dask(Threads):
         """The cell's provider semaphores stop refreshing their leases. A worker outlives its cells and
         refreshes every lease its semaphore objects hold, so a slot that a stopped call never gave back
         would be kept for good and the next run of the study would wait for it; unrefreshed, the
-        scheduler takes it back after distributed's ``scheduler.locks.lease-timeout``."""
-        for semaphore in self.limits.semaphores():
-            semaphore.refresh_leases = False
+        scheduler takes it back after distributed's ``scheduler.locks.lease-timeout``. Only once no other cell of
+        this process runs with these semaphores: its calls' leases would expire mid-call, and the provider's limit
+        would be passed."""
+        with self._here_lock:
+            self._here -= 1
+            if self._here > 0:
+                return
+            for semaphore in self.limits.semaphores():
+                semaphore.refresh_leases = False
 
     def close(self) -> None:
         self._beating.set()

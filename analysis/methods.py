@@ -117,13 +117,13 @@ def _cost(document: dict) -> dict:
 def _train_stage_costs(run: Path, problems: list[str]) -> dict[str, dict]:
     """The critique strategies' offline cost in the same run: the whole train stage each pays
     (critique.base.vocab.OFFLINE_STAGES), its calls' prompt + completion tokens."""
-    calls = [c for c in logs.records(run, rundir.CALLS, problems) if c.get("stage") in COST_STAGES]
+    calls = logs.rows(run, logs.CALLS, ("stage", "prompt_tokens", "completion_tokens"), problems,
+                      stages=COST_STAGES)
     costs = {}
     for strategy, stages in vocab.OFFLINE_STAGES.items():
-        paid = [c for c in calls if c.get("stage") in stages]
+        paid = [(prompt, completion) for stage, prompt, completion in calls if stage in stages]
         costs[strategy] = {"offline_calls": len(paid), "train_budget": None, "stopped": None,
-                           "offline_tokens": sum((c.get("prompt_tokens") or 0) + (c.get("completion_tokens") or 0)
-                                                 for c in paid)}
+                           "offline_tokens": sum((p or 0) + (c or 0) for p, c in paid)}
     return costs
 
 

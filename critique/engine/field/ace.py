@@ -15,7 +15,6 @@ from critique.engine import parsing
 from critique.engine.field import memory
 from critique.engine.field.offline import Offline, method_prompt
 from critique.engine.field.playbook import CONTENT_CHARS, SECTIONS, TAGS, Playbook
-from critique.engine.memory.episodic import pool_of
 from critique.engine.methods import register
 
 EPOCHS = 1  # passes over the train split (the reference implementation's num_epochs; the paper's is at most 5)
@@ -140,18 +139,17 @@ class ACE:
             book.deduplicate(run.encoder.encode)
 
     def prompt(self, run, item, vector, exclude: str | None = None):
-        learned = run.learned.get(self.name)
-        pool = pool_of(item.user)
-        if learned is None or learned.offline[pool].failed:
+        found = memory.ready(run, self.name, item)
+        if found is None:
             return None
+        learned, pool = found
         book = learned.playbooks[pool]
         prompt = method_prompt(GENERATOR, playbook=book.render(), reflection="(empty)", task=run.task,
                                question=item.question, answer_space=run.space)
         return prompt, memory.shown(book.notes(), learned.vectors[pool], vector)
 
     def missing(self, run, item) -> str:
-        learned = run.learned.get(self.name)
-        return memory.not_ready(self.name, learned.offline[pool_of(item.user)] if learned else None)
+        return memory.not_ready(run, self.name, item)
 
 
 def generated(reply: dict | None, text: str | None, space: list[str]) -> dict | None:

@@ -83,16 +83,15 @@ class DynamicCheatsheet:
                              answer_space=run.space)
 
     def prompt(self, run, item, vector, exclude: str | None = None):
-        learned = run.learned.get(self.name)
-        pool = pool_of(item.user)
-        if learned is None or learned.offline[pool].failed:
+        found = memory.ready(run, self.name, item)
+        if found is None:
             return None
+        learned, pool = found
         sheet = learned.sheets[pool]
         return self._generator(run, sheet, item), memory.shown(sheet.notes(pool), learned.vectors[pool], vector)
 
     def missing(self, run, item) -> str:
-        learned = run.learned.get(self.name)
-        return memory.not_ready(self.name, learned.offline[pool_of(item.user)] if learned else None)
+        return memory.not_ready(run, self.name, item)
 
 
 register(DynamicCheatsheet())

@@ -21,7 +21,7 @@ from critique.datasets.subsets import seeded_rank
 from critique.engine import parsing
 from critique.engine.field import insights, memory
 from critique.engine.field.offline import Offline, method_prompt, reasoned_answer
-from critique.engine.memory.episodic import Retrieved, pool_of
+from critique.engine.memory.episodic import Retrieved
 from critique.engine.methods import register
 
 RETRIES = 3  # Reflexion retries after a failed trial (max_reflection_depth)
@@ -123,10 +123,10 @@ class ExpeL:
             rules.update(insights.parse(reply["operations"]), sources)
 
     def prompt(self, run, item, vector, exclude: str | None = None):
-        learned = run.learned.get(self.name)
-        pool = pool_of(item.user)
-        if learned is None or learned.offline[pool].failed:
+        found = memory.ready(run, self.name, item)
+        if found is None:
             return None
+        learned, pool = found
         rules = learned.pools[pool].insights.notes()
         shown_items, vectors = learned.examples[pool]
         order = np.argsort(-(vectors @ np.asarray(vector)), kind="stable") if shown_items else []
@@ -141,8 +141,7 @@ class ExpeL:
                                  list(found.scores) + scores)
 
     def missing(self, run, item) -> str:
-        learned = run.learned.get(self.name)
-        return memory.not_ready(self.name, learned.offline[pool_of(item.user)] if learned else None)
+        return memory.not_ready(run, self.name, item)
 
 
 def _success(tried: list) -> dict | None:

@@ -28,15 +28,26 @@ def save(run, name: str, notes: dict[str, list[dict]], offline: dict, **more) ->
     rundir.write_json_atomic(file_of(run.out, name), {"method": name, "pools": pools, **more})
 
 
-async def each_pool(run, name: str, work) -> tuple[dict, dict]:
-    """``work(items, offline)`` for the train items of each pool at once, each pool with its own Offline stage
-    on its share of the budget; returns (pool -> what its work returned, pool -> its Offline)."""
+async def each_pool(run, name: str, work, items: list | None = None, order=list) -> tuple[dict, dict]:
+    """``work(items, offline)`` for the items (default: the train split) of each pool at once, in ``order``, each
+    pool with its own Offline stage on its share of the budget; returns (pool -> what its work returned, pool ->
+    its Offline)."""
     pools: dict[str, list] = {}
-    for item in run.dataset.train:
+    for item in run.dataset.train if items is None else items:
         pools.setdefault(pool_of(item.user), []).append(item)
     offline = {pool: Offline(run, name, budget=budget_share(run, pools)) for pool in pools}
-    done = await asyncio.gather(*(work(items, offline[pool]) for pool, items in pools.items()))
+    done = await asyncio.gather(*(work(order(mine), offline[pool]) for pool, mine in pools.items()))
     return dict(zip(pools, done)), offline
+
+
+def ready(run, name: str, item):
+    """(the method's memory, the item's pool) when its stage left a memory for the pool; None otherwise (the
+    prediction is then an error: ``not_ready``)."""
+    learned = run.learned.get(name)
+    pool = pool_of(item.user)
+    if learned is None or pool not in learned.offline or learned.offline[pool].failed:
+        return None
+    return learned, pool
 
 
 def budget_share(run, pools) -> int | None:
@@ -59,7 +70,9 @@ def shown(notes: list[dict], vectors, vector) -> Retrieved:
     return Retrieved([{"id": n["id"]} for n in notes], vectors @ np.asarray(vector))
 
 
-def not_ready(name: str, offline) -> str:
+def not_ready(run, name: str, item) -> str:
     """The error of a test question whose method's offline stage has not finished (a rerun goes on with it)."""
-    why = offline.stopped if offline is not None else "its offline stage has not run"
+    learned = run.learned.get(name)
+    offline = learned.offline.get(pool_of(item.user)) if learned is not None else None
+    why = offline.stopped if offline is not None else "its offline stage has not run for this pool"
     return f"no {name} memory ({why})"

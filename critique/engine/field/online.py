@@ -5,26 +5,18 @@ as it stands, and learn from each answer before the next; their learning calls g
 
 from __future__ import annotations
 
-import asyncio
-
 from critique.datasets.subsets import stream_order
 from critique.engine import parsing
 from critique.engine.field import memory
-from critique.engine.field.offline import Offline
 from critique.engine.memory import selection
-from critique.engine.memory.episodic import entry_id, pool_of
+from critique.engine.memory.episodic import entry_id
 
 
 async def each_test_pool(run, name: str, work) -> tuple[dict, dict]:
     """``work(items, ledger)`` for the test items of each pool, in the stream's order, the pools at once; returns
     (pool -> what its work returned, pool -> its ledger)."""
-    pools: dict[str, list] = {}
-    for item in run.dataset.test:
-        pools.setdefault(pool_of(item.user), []).append(item)
-    ledgers = {pool: Offline(run, name, budget=memory.budget_share(run, pools)) for pool in pools}
-    done = await asyncio.gather(*(work(stream_order(items, run.config.seed), ledgers[pool])
-                                  for pool, items in pools.items()))
-    return dict(zip(pools, done)), ledgers
+    return await memory.each_pool(run, name, work, run.dataset.test,
+                                  lambda items: stream_order(items, run.config.seed))
 
 
 async def answer(run, name: str, item, prompt, notes: list[dict], vectors: dict, policy, schema: dict) -> dict:

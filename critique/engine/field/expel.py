@@ -129,16 +129,16 @@ class ExpeL:
         learned, pool = found
         rules = learned.pools[pool].insights.notes()
         shown_items, vectors = learned.examples[pool]
-        order = np.argsort(-(vectors @ np.asarray(vector)), kind="stable") if shown_items else []
+        similarity = vectors @ np.asarray(vector) if shown_items else np.zeros(0)
+        order = np.argsort(-similarity, kind="stable")
         nearest = [n for n in order if shown_items[n].id != exclude][:run.config.k]
         trials = learned.pools[pool].trials
         examples = [{**_success(trials[shown_items[n].id]), "question": shown_items[n].question} for n in nearest]
         prompt = method_prompt(ATTEMPT, rules=[r["text"] for r in rules], examples=examples, reflections=[],
                                task=run.task, question=item.question, answer_space=run.space)
         found = memory.shown(rules, learned.rule_vectors[pool], vector)
-        scores = [float(vectors[n] @ np.asarray(vector)) for n in nearest]
         return prompt, Retrieved(list(found) + [{"id": f"trial:{shown_items[n].id}"} for n in nearest],
-                                 list(found.scores) + scores)
+                                 list(found.scores) + [float(similarity[n]) for n in nearest])
 
     def missing(self, run, item) -> str:
         return memory.not_ready(run, self.name, item)

@@ -275,7 +275,7 @@ def semantic_audit(pools: dict | None, rows: list[dict]) -> dict:
 def audit_run(meta: dict, partner: dict | None, problems: list[str], data_dirs: list[str] = ()) -> dict:
     from critique.analysis.read import model_label
 
-    from critique.analysis import audit_notes
+    from critique.analysis import audit_methods, audit_notes
 
     path = Path(meta["path"])
     manifest = logs.manifest(path)
@@ -292,7 +292,8 @@ def audit_run(meta: dict, partner: dict | None, problems: list[str], data_dirs: 
            f"ablation {meta['ablation']} = {meta['ablation_value']}",
            "strategies": (manifest.get("config") or {}).get("strategies") or [], "answer_space": space,
            "memory": entries is not None, "note": None, "truth": None, "summary": None, "reuse": None,
-           "entries": [], "failures": None, "semantic": semantic_audit(pools, [])}
+           "entries": [], "failures": None, "semantic": semantic_audit(pools, []),
+           "methods": audit_methods.audit(path, predictions, problems)}
     if entries is None:
         out["note"] = (f"no episodic memory (memory/episodic.jsonl absent; strategies run: "
                        f"{', '.join(out['strategies']) or 'none'})")

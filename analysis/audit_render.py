@@ -3,7 +3,7 @@
 JSON keys (one object): `audits` (one per audited run), `inputs` (`runs`, `audited`, `partners`),
 `problems`, `errors`. Each audit: `run`, `model`, `dataset`, `kind`, `experiment`, `strategies`,
 `answer_space`, `memory` (false: no episodic memory, `note` says so), `truth` (what the dataset
-folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`.
+folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`, `methods`.
 - `summary`: `reuse_definition` (what the reuse n counts: EP_CRIT and EP+SEM_CRIT prompts, never
   EP_LABEL's), `entries`, `retrievals` (the sum of n), `never_retrieved` (entries with n = 0),
   `never_retrieved_share`, `top_entries`, `top10_share`, `u0_entries`, `u0_verdict_known`,
@@ -31,6 +31,10 @@ folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`.
   `source_ids`, `lines[]`: `text`, `source_ids`, `sources`, `traced` (cited: the sources the summary named
   for the line, checked; chunk: every critique of the calls that wrote it), `wrong_verdict`, `unknown_verdict`,
   `assertion_mismatch`, `not_in_memory`).
+- `methods[]` (the field's methods' memories, memory/METHOD.json; analysis.audit_methods): `method`, `pool`,
+  `offline_calls`, `offline_tokens`, `train_budget`, `stopped`, `skipped` (steps whose reply was not used),
+  `prompts` (its test prompts), `right`, `notes[]` (`id`, `text`, `sources`, `shown`: its method's test prompts
+  that showed it, `right`: how many of them were answered right).
 """
 
 from __future__ import annotations
@@ -207,15 +211,25 @@ def sections(result: dict, limit: int) -> list[tuple[str, list]]:
     for audit in result["audits"]:
         heading = f"{audit['model']} / {audit['dataset']}: {audit['experiment']} ({audit['run']})"
         if not audit["memory"]:
-            out.append((heading, [audit["note"] + ".", semantic_table(audit)]))
+            out.append((heading, [audit["note"] + ".", semantic_table(audit), *_methods(audit, limit)]))
             continue
         f = audit["failures"]
         lead = (f"{audit['summary']['entries']} episodic entries; generator truth: {audit['truth']}. "
                 f"Suggestibility partner: {f['partner'] or 'none'}." + (f" Notes: {audit['note']}." if audit["note"]
                                                                          else ""))
         out.append((heading, [lead, summary_table(audit), reuse_table(audit), entries_table(audit, limit),
-                              failures_table(audit, limit), semantic_table(audit)]))
+                              failures_table(audit, limit), semantic_table(audit), *_methods(audit, limit)]))
     return out
+
+
+def _methods(audit: dict, limit: int) -> list[Table]:
+    """The field's methods' stages and notes (analysis.audit_methods), when the run has any."""
+    from critique.analysis import audit_methods
+
+    if not audit["methods"]:
+        return []
+    notes = audit_methods.notes_table(audit, limit)
+    return [audit_methods.stage_table(audit)] + ([notes] if notes is not None else [])
 
 
 def _intro(result: dict) -> str:

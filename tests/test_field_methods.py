@@ -241,3 +241,29 @@ def test_ace_online_answers_each_test_question_then_learns_from_its_label(home, 
     assert learned["offline_calls"] == len(learning) and learned["notes"]
     fake_llm.CALLS.clear()
     assert main(argv(out, "ace:online")) == 0 and fake_llm.CALLS == []
+
+
+def test_the_audit_lists_each_methods_stage_and_notes_with_the_test_prompts_that_showed_them(home, fake_llm,
+                                                                                            tmp_path, capsys):
+    out = home / "run"
+    assert main(argv(out, "ace,dc,dspy:knn", "--train-budget", "3000")) == 0
+    report = tmp_path / "audit.json"
+    assert main(["audit", str(out), "--format", "json", "--output", str(report)]) == 0
+    audited = json.loads(report.read_text(encoding="utf-8"))["audits"][0]["methods"]
+    assert {(m["method"], m["pool"]) for m in audited} == {("ace", "all"), ("dc", "all"), ("dspy:knn", "all")}
+    tests = [r for r in rundir.read_jsonl(out / "predictions.jsonl") if r["stage"] == "test"]
+    for m in audited:
+        document = memory_of(out, m["method"])["pools"][m["pool"]]
+        assert [n["id"] for n in m["notes"]] == [n["id"] for n in document["notes"]]
+        assert [n["sources"] for n in m["notes"]] == [n["sources"] for n in document["notes"]]
+        assert (m["offline_tokens"], m["stopped"]) == (document["offline_tokens"], document["stopped"])
+        mine = [r for r in tests if r["strategy"] == m["method"]]
+        assert (m["prompts"], m["right"]) == (len(mine), sum(r["correct"] for r in mine))
+        for note in m["notes"]:
+            showed = [r for r in mine if note["id"] in r["retrieved"]]
+            assert (note["shown"], note["right"]) == (len(showed), sum(r["correct"] for r in showed))
+    assert all(any(n["shown"] for n in m["notes"]) for m in audited)
+    capsys.readouterr()
+    assert main(["audit", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "### The field's methods: each offline stage" in text and "| ace | all |" in text

@@ -64,7 +64,7 @@ class Run(RunDirectory):
         (critique.engine.policy: this run's log, a matching run, the response cache, the model) and its call
         record; ``extra``: more fields of the call record (a summary call's level and chunk). A prompt that does
         not fit the model's context is not sent: its result and record say ``context_overflow``."""
-        request = self.llm.request(prompt.messages, schema, name, policy.seed)
+        request = self.llm.request(prompt.messages, schema, name, policy.seed, policy.temperature)
         key = self.llm.request_hash(request)
         if policy.log and key in self.logged:
             return _logged_result(self.logged[key])

@@ -6,7 +6,7 @@ A request is answered, in this order, by
 2. a matching run's logged call (``Run.reuse``: a sweep pays its shared stages once), logged as cached;
 3. the shared response cache (read, and written with the model's reply);
 4. the model itself.
-A policy says which of 1-3 may answer it, and the request's own seed.
+A policy says which of 1-3 may answer it, and the request's own seed and temperature.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ class Policy:
     log: bool = True  # this run's own call log answers a request it already logged (and logs its reply for later)
     shared: bool = True  # a matching run's call and the response cache may answer it (and the cache stores its reply)
     seed: int | None = None  # the request's own seed (default: the run's), so that samples are distinct requests
+    temperature: float | None = None  # the request's own temperature (default: the run's; a DSPy bootstrap round's)
 
     def seeded(self, seed: int) -> "Policy":
         return replace(self, seed=seed)

@@ -174,13 +174,15 @@ class LLM:
             self._processes = CallProcesses(config.processes, {"model": config.model, "api_base": config.api_base,
                                                                "timeout": config.timeout})
 
-    def request(self, messages: list[dict], schema: dict, schema_name: str, seed: int | None = None) -> dict:
+    def request(self, messages: list[dict], schema: dict, schema_name: str, seed: int | None = None,
+                temperature: float | None = None) -> dict:
         """Everything that determines the response; ``seed``: this request's own (default: the run's), for
-        independent samples of one prompt."""
+        independent samples of one prompt; ``temperature``: this request's own (default: the run's)."""
         c = self.config
         if self.local is None:  # only the embedded model is held to the schema's length bounds (bounds.py)
             schema = bounds.strip(schema)
-        request = {"model": c.model, "messages": messages, "temperature": c.temperature, "max_tokens": c.max_tokens,
+        temperature = c.temperature if temperature is None else temperature
+        request = {"model": c.model, "messages": messages, "temperature": temperature, "max_tokens": c.max_tokens,
                    "reasoning_effort": c.reasoning_effort, "seed": c.seed if seed is None else seed,
                    "response_format": response_format(schema, schema_name)}
         if self.local is not None:

@@ -7,4 +7,4 @@ offline stage (``learn``) over the train split, logged, cached, resumable and li
 test questions as they answer them (critique.engine.field.online). The package registers them when it is
 imported (critique.engine.methods.BUILT_IN)."""
 
-from critique.engine.field import ace, ace_online, dc, dspy_knn, expel  # noqa: F401  (each registers its methods)
+from critique.engine.field import ace, ace_online, dc, dspy_knn, dspy_optimize, expel  # noqa: F401  (each registers)

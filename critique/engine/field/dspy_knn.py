@@ -3,23 +3,20 @@ with the run's encoder as its vectorizer. For each test question DSPy's own KNN 
 and DSPy's own BootstrapFewShot (no bootstrapped demos: the labelled neighbours are the demos, so it asks the model
 nothing) orders them; DSPy's JSONAdapter writes the prompt (the dataset's task as the signature's instructions,
 ``question -> answer`` with the answer space as the answer's type), and the engine's step asks it, as every
-strategy's test prompt. The offline stage makes no call: KNNFewShot retrieves at test time."""
+strategy's test prompt. The offline stage makes no call: KNNFewShot retrieves at test time; its memory file lists
+the labelled train examples it retrieves from, each a note."""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-from critique.engine.agents import Prompt
+from critique.engine.field import dspy_program, memory
+from critique.engine.field.offline import Offline
 from critique.engine.memory.episodic import Retrieved, entry_id, pool_of
 from critique.engine.methods import register
 
-ADAPTER = "JSONAdapter"
 PREFIX = "question: "  # how DSPy's KNN writes an example's one input field before it embeds it
 
 
@@ -31,15 +28,6 @@ class Learned:
     signature: object
 
 
-def _dspy():
-    try:
-        import dspy
-    except ImportError:
-        raise RuntimeError("dspy:knn needs the package dspy: pip install 'critique[dspy]'") from None
-    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # one cache: the run's
-    return dspy
-
-
 class DSPyKNN:
     name = "dspy:knn"
 
@@ -47,7 +35,7 @@ class DSPyKNN:
         return frozenset()
 
     async def learn(self, run) -> None:
-        dspy = _dspy()
+        dspy = dspy_program.module()
         pools: dict[str, list] = {}
         for item in run.dataset.train:
             pools.setdefault(pool_of(item.user), []).append(item)
@@ -58,39 +46,34 @@ class DSPyKNN:
         vectorizer = dspy.Embedder(encode, caching=False)
         knn, items, vectors = {}, {}, {}
         for pool, train in pools.items():
-            examples = [dspy.Example(question=i.question, answer=i.answer).with_inputs("question") for i in train]
+            examples = dspy_program.examples(train)
             knn[pool] = dspy.KNN(run.config.k, examples, vectorizer=vectorizer)
             items[pool] = {id(example): item for example, item in zip(examples, train)}
             vectors[pool] = {entry_id(item): v for item, v in zip(train, knn[pool].trainset_vectors)}
-        signature = dspy.Signature("question -> answer", instructions=str(run.task)).with_updated_fields(
-            "answer", type_=Literal[tuple(run.space)])
-        run.learned[self.name] = Learned(knn, items, vectors, signature)
+        run.learned[self.name] = Learned(knn, items, vectors, dspy_program.signature(run))
+        notes = {pool: [{"id": entry_id(i), "text": f"{i.question} -> {i.answer}", "sources": [i.id]} for i in train]
+                 for pool, train in pools.items()}  # its memory: the labelled train examples it retrieves from
+        memory.save(run, self.name, notes, {pool: Offline(run, self.name) for pool in pools})
 
     def prompt(self, run, item, vector, exclude: str | None = None):
-        dspy = _dspy()
+        dspy = dspy_program.module()
         learned = run.learned.get(self.name)
         pool = pool_of(item.user)
         if learned is None or pool not in learned.knn:
             return None
         neighbours = learned.knn[pool](question=item.question)
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with dspy_program.quiet():
             program = dspy.BootstrapFewShot(max_bootstrapped_demos=0, max_labeled_demos=run.config.k).compile(
                 dspy.Predict(learned.signature), trainset=neighbours)  # DSPy's own demo choice: no call
         demos = [(d, learned.items[pool][id(d)]) for d in program.demos]
         demos = [(d, train) for d, train in demos if train.id != exclude]
-        messages = dspy.JSONAdapter().format(learned.signature, [d for d, _ in demos], {"question": item.question})
-        prompt = Prompt(f"dspy:{ADAPTER}", _template_hash(dspy.__version__), messages)
+        prompt = dspy_program.test_prompt(learned.signature, [d for d, _ in demos], item.question)
         ids = [entry_id(train) for _, train in demos]
         scores = [float(learned.vectors[pool][e] @ np.asarray(vector)) for e in ids]
         return prompt, Retrieved([{"id": e} for e in ids], scores)
 
     def missing(self, run, item) -> str:
         return f"no {self.name} retriever for this pool (its train split has no example of it)"
-
-
-def _template_hash(version: str) -> str:
-    """What the prompt's words depend on: DSPy's version and its adapter."""
-    return hashlib.sha256(f"dspy=={version} {ADAPTER}".encode()).hexdigest()
 
 
 register(DSPyKNN())

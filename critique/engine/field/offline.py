@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from critique.engine import parsing, prompts
 from critique.engine.agents import Prompt
+from critique.engine.policy import Policy
 from critique.llm.client import LLMResult
 
 BUDGET = "budget"  # stopped: the method's offline stage spent --train-budget tokens
@@ -48,16 +49,18 @@ class Offline:
     skipped: list[str] = field(default_factory=list)  # steps whose reply could not be read (kept going without)
     asked: dict = field(default_factory=dict)  # the request hashes of its calls, in order (a dict: ordered, unique)
 
-    async def ask(self, stage: str, item, prompt: Prompt, schema: dict, schema_name: str) -> LLMResult | None:
-        """One call of the stage (``item``: the train item it is about, or None), or None when the stage has
-        stopped: its budget is spent, or a call before it failed. A failed call stops the stage here."""
+    async def ask(self, stage: str, item, prompt: Prompt, schema: dict, schema_name: str,
+                  temperature: float | None = None) -> LLMResult | None:
+        """One call of the stage (``item``: the train item it is about, or None; ``temperature``: the request's
+        own, default the run's), or None when the stage has stopped: its budget is spent, or a call before it
+        failed. A failed call stops the stage here."""
         if self.stopped is not None:
             return None
         if self.budget is not None and self.spent >= self.budget:
             self.stopped = BUDGET
             return None
         result = await self.run.call(stage, self.name, getattr(item, "id", None), getattr(item, "user", None),
-                                     prompt, schema, schema_name)
+                                     prompt, schema, schema_name, Policy(temperature=temperature))
         if result.request_hash not in self.asked:  # the same request again is answered from the log
             self.asked[result.request_hash] = None
             self.calls += 1

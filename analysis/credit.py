@@ -24,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from critique.analysis import logs
+from critique.analysis.methods import learned
 from critique.base.ids import version_entries
 from critique.base.truth import initial_right
 from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_PRUNE, CREDIT_REPEAT as NULL, \
@@ -53,6 +54,8 @@ def read(credit_dir: Path, source_dir: Path | None = None) -> dict:
                          f"{probe.get('source_run_id')}")
     if (source_manifest.get("probe") or {}).get("name") == STREAM:  # a stream: the note versions it showed
         entries = version_entries(logs.records(source, logs.NOTES))
+    elif probe.get("strategy") in learned(source, []):  # a field method: its notes (analysis.methods)
+        entries = method_notes(learned(source, [])[probe["strategy"]])
     else:
         entries = logs.memory(source) or []
     predictions = logs.predictions(credit_dir, (CREDIT, CREDIT_NULL))
@@ -60,6 +63,12 @@ def read(credit_dir: Path, source_dir: Path | None = None) -> dict:
     return {"credit": str(credit_dir), "source": str(source), "probe": probe, "entries": entries,
             "predictions": predictions, "calls": len(calls),
             "calls_paid": sum(not cached for stage, cached in calls if stage in (CREDIT, CREDIT_NULL))}
+
+
+def method_notes(document: dict) -> list[dict]:
+    """A field method's notes as the credit rows' entries (their pool as the user; no item, no initial answer)."""
+    return [{"id": note["id"], "user": None if pool == "all" else pool, "item_id": None, "method_note": True}
+            for pool, record in sorted(document["pools"].items()) for note in record.get("notes") or []]
 
 
 def pairs(predictions: list[dict]) -> tuple[list[dict], list[str]]:
@@ -109,7 +118,7 @@ def entry_rows(entries: list[dict], rows: list[dict], cite: bool, full: list[dic
                "credit": sum(r["D"] for r in mine), "answer_changed": sum(r["answer_changed"] for r in mine),
                "cited": sum(bool(r["cited"]) for r in mine),
                "twinned": sum((r["nearest_other"] or 0) >= DUPLICATE_SIMILARITY for r in mine),
-               "initial_right": initial_right(e)}
+               "initial_right": None if e.get("method_note") else initial_right(e)}
         row["tier"] = tier(row, cite)
         out.append(row)
     return out
@@ -200,8 +209,9 @@ def markdown(s: dict) -> str:
               "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     order = sorted(s["rows"], key=lambda r: (-r["retrieved"], r["id"]))
     for r in order:
+        right = "-" if r["initial_right"] is None else "yes" if r["initial_right"] else "no"  # "-": a method's note
         lines.append(f"| {r['id']} | {r['tier']} | {r['retrieved']} | {r['credit']} | {r['helped']} | {r['hurt']} "
-                     f"| {r['cited']} | {r['twinned']} | {'yes' if r['initial_right'] else 'no'} |")
+                     f"| {r['cited']} | {r['twinned']} | {right} |")
     for problem in s["problems"]:
         lines.append(f"\nleft out: {problem}")
     return "\n".join(lines) + "\n"

@@ -265,7 +265,7 @@ def test_cli_formats(runs, tmp_path, capsys):
     assert set(data) == {"audits", "inputs", "problems", "errors"}
     a = data["audits"][0]
     assert set(a) == {"run", "model", "dataset", "kind", "experiment", "strategies", "answer_space", "memory", "note",
-                      "truth", "summary", "reuse", "entries", "failures", "semantic"}
+                      "truth", "summary", "reuse", "entries", "failures", "semantic", "methods"}
     assert set(a["entries"][0]) >= {"id", "item_id", "initial_answer", "gold", "critique", "asserted", "U", "r", "b",
                                     "n", "correct", "reuse", "retrieved_by", "similarity", "flipped"}
     assert set(a["summary"]) >= {"never_retrieved_share", "top10_share", "leniency", "mean_b_u0", "corr_b_n_u0",

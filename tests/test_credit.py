@@ -215,8 +215,10 @@ def test_a_strategy_the_run_did_not_test_is_refused_before_any_call(home, fake_l
     assert "no EP+SEM_CRIT test predictions" in capsys.readouterr().err and not fake_llm.CALLS
     assert credit(out, "--concurrency", "0") == 2
     assert "--concurrency must be at least 1, not 0" in capsys.readouterr().err and not fake_llm.CALLS
-    with pytest.raises(SystemExit):
-        credit(source, "--strategy", "zero_shot")  # no memory in its prompts: not a choice
+    assert credit(out, "--strategy", "zero_shot") == 2  # no memory in its prompts
+    assert "not 'zero_shot'" in capsys.readouterr().err and not fake_llm.CALLS
+    assert credit(out, "--strategy", "ace") == 2  # a field method the run did not run
+    assert "no ace test predictions" in capsys.readouterr().err and not fake_llm.CALLS
 
 
 def test_a_killed_credit_run_resumes_without_paying_twice(source, fake_llm, capsys):

@@ -89,3 +89,23 @@ def test_train_budget_stops_each_compile_and_a_missing_program_says_why(home, fa
         else:
             assert errors == {f"no {name} program: DSPy's {name.split(':')[1]} did not finish within its 700 "
                               "tokens of --train-budget (a larger budget lets it)"}
+
+
+def test_credit_leaves_out_a_demo_or_puts_back_the_tasks_own_instructions(home, fake_llm):
+    out = home / "run"
+    assert main(run_argv(out, "dspy:mipro", "--train-budget", "20000", "--limit", "12")) == 0
+    notes = memory_of(out, "dspy:mipro")["pools"]["all"]["notes"]
+    assert main(["credit", str(out), "--strategy", "dspy:mipro", "--quiet"]) == 0
+    credit = home / "run__credit-dspy_mipro-test"
+    asked = {c["request_hash"]: c for c in rundir.read_jsonl(credit / "calls.jsonl")}
+    deletions = [r for r in rundir.read_jsonl(credit / "predictions.jsonl") if r["strategy"].startswith("without:")]
+    assert {d["removed"] for d in deletions} == {n["id"] for n in notes}
+    task = json.loads((home / "data" / "mcr-gen" / "dataset.json").read_text(encoding="utf-8"))["task"]
+    assert notes[0]["text"].strip() != task.strip()  # MIPROv2 wrote its own instructions
+    for d in deletions:
+        system = asked[d["request_hash"]]["messages"][0]["content"]
+        if d["removed"] == "instructions:all":
+            assert task.strip() in system
+        else:
+            question = next(n["text"] for n in notes if n["id"] == d["removed"]).split(" -> ")[0]
+            assert question not in "\n".join(m["content"] for m in asked[d["request_hash"]]["messages"])

@@ -267,3 +267,37 @@ def test_the_audit_lists_each_methods_stage_and_notes_with_the_test_prompts_that
     assert main(["audit", str(out)]) == 0
     text = capsys.readouterr().out
     assert "### The field's methods: each offline stage" in text and "| ace | all |" in text
+
+
+@pytest.mark.parametrize("name", ("ace", "expel", "dspy:knn"))
+def test_credit_by_deletion_asks_each_test_prompt_without_each_note_it_showed(home, fake_llm, name, capsys):
+    out = home / "run"
+    assert main(argv(out, name, "--train-budget", "4000")) == 0
+    source = [r for r in rundir.read_jsonl(out / "predictions.jsonl") if r["stage"] == "test"]
+    logged = {c["request_hash"] for c in rundir.read_jsonl(out / "calls.jsonl")}
+    notes = {n["id"]: n for n in memory_of(out, name)["pools"]["all"]["notes"]}
+    fake_llm.CALLS.clear()
+    assert main(["credit", str(out), "--strategy", name, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["credit", str(out), "--strategy", name, "--report", "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    credit = home / f"run__credit-{name.replace(':', '_')}-test"
+    answers = rundir.read_jsonl(credit / "predictions.jsonl")
+    asked = {c["request_hash"]: c for c in rundir.read_jsonl(credit / "calls.jsonl")}
+    full = {r["item_id"]: r for r in answers if r["strategy"] == "full"}
+    assert {i: r["request_hash"] for i, r in full.items()} == {r["item_id"]: r["request_hash"] for r in source}
+    deletions = [r for r in answers if r["strategy"].startswith("without:")]
+    for r in source:  # one deletion per note shown, the others kept in their order
+        mine = {d["removed"]: d for d in deletions if d["item_id"] == r["item_id"]}
+        assert sorted(mine) == sorted(r["retrieved"])
+        for note, d in mine.items():
+            assert d["retrieved"] == [i for i in r["retrieved"] if i != note]
+            marker = f"[{note}]" if name == "ace" else notes[note]["text"].split(" -> ")[0]
+            text = "\n".join(m["content"] for m in asked[d["request_hash"]]["messages"])
+            assert marker not in text and marker in "\n".join(m["content"] for m in
+                                                               asked[r["request_hash"]]["messages"])
+    offline = [c for c in asked.values() if c["stage"] not in ("credit", "credit_null")]
+    assert all(c["cached"] for c in offline)  # the memory rebuilt from the source run's calls, no model call
+    new = {d["request_hash"] for d in deletions} - logged
+    assert len(fake_llm.CALLS) == len(new)
+    assert summary["entries"] == len(notes) and summary["deletions"] == len(deletions)

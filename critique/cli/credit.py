@@ -15,7 +15,10 @@ def register(sub) -> None:
 
     p = sub.add_parser("credit", help=HELP, description=HELP)
     p.add_argument("run", metavar="RUN", help="the run directory whose memory is credited")
-    p.add_argument("--strategy", choices=STRATEGIES, default=EP_CRIT, help="whose prompts (default %(default)s)")
+    p.add_argument("--strategy", default=EP_CRIT,
+                   help=f"whose prompts: {', '.join(STRATEGIES)}, or a field method whose prompts show notes (ace, "
+                        "ace:nolabel, dc, expel, dspy:knn, dspy:mipro, dspy:gepa, dspy:simba; --on test or test-half) "
+                        "(default %(default)s)")
     p.add_argument("--on", choices=ON, default="test",
                    help="test: the run's test prompts (selection on the test set); train: leave-one-out over train "
                         "questions (never reads the test predictions); test-half: one seeded half of test "
@@ -62,6 +65,7 @@ def report(out: Path, source: Path, fmt: str, prune: Path | None = None) -> None
 def main(args) -> int:
     from critique.base.errors import UserError
     from critique.experiments import credit
+    from critique.experiments.credit import STRATEGIES
 
     if args.concurrency is not None and args.concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, not {args.concurrency}")
@@ -79,6 +83,9 @@ def main(args) -> int:
         if args.on == "test":
             raise UserError("--prune needs --on train or --on test-half: pruning by credit measured on the test "
                             "questions and scoring it on them selects on the test set")
+        if args.strategy not in STRATEGIES:
+            raise UserError(f"--prune removes episodic entries and scores {', '.join(STRATEGIES)}; {args.strategy}'s "
+                            "notes are credited without pruning")
     if args.report:
         try:
             report(out, source, args.format, prune_out)

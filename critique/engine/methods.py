@@ -22,7 +22,10 @@ and may have
 - ``schema(run)``: the JSON schema of its answer, when it asks for more than the dataset's answer field;
 - ``test(run, vectors, policy)``: its own test stage (a coroutine), for a method that learns as it answers (the
   field's online methods): it answers the test questions in its order through ``run.answer`` (stage ``test``),
-  ``vectors`` their questions' embeddings by entry id, ``policy`` the test stage's.
+  ``vectors`` their questions' embeddings by entry id, ``policy`` the test stage's;
+- ``without(run, item, vector, note)``: the test prompt of ``item`` with the memory note ``note`` (an id its
+  ``prompt`` listed) left out and everything else as shown, for credit by deletion
+  (critique.experiments.credit_method).
 """
 
 from __future__ import annotations

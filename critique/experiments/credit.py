@@ -37,13 +37,12 @@ an identical prompt by itself.
 
 from __future__ import annotations
 
-import json
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from critique.base import records, rundir
-from critique.experiments import credit_stream
+from critique.experiments import credit_method, credit_source, credit_stream
 from critique.base.records import Field
 from critique.engine.policy import REPEAT, SHARED
 from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_REPEAT as NULL, \
@@ -88,27 +87,6 @@ def half_of(user: str | None, item_id: str, seed: int) -> int:
     return int(seeded_rank(seed, user, item_id)[:2], 16) & 1
 
 
-def source_config(manifest: dict, **changes):
-    """The source run's settings (those a manifest predates: their value of that time), no strategies."""
-    from critique.base.config import manifest_run_config
-
-    return replace(manifest_run_config(manifest), **{"strategies": [], **changes})
-
-
-def refuse_unrebuildable(manifest: dict, source: Path) -> None:
-    """UserError when the source run chose its prompts' entries otherwise than by the K nearest (a gate, an
-    injection budget, another retrieval): credit and pruning rebuild prompts with the K nearest only."""
-    from critique.base.config import manifest_value
-    from critique.base.errors import UserError
-
-    config = manifest["config"]
-    for key in ("gate", "inject_budget"):
-        if manifest_value(config, key) is not None:
-            raise UserError(f"{source}: the run has --{key.replace('_', '-')} {manifest_value(config, key)}; credit "
-                            "and pruning retrieve the K nearest entries only (rerun the source without it)")
-    if manifest_value(config, "retrieval") != "nearest":
-        raise UserError(f"{source}: the run has --retrieval {manifest_value(config, 'retrieval')}; credit and "
-                        "pruning retrieve the K nearest entries only (--retrieval nearest)")
 
 
 # ---- the plan: prompts and requests --------------------------------------------------------------
@@ -167,24 +145,6 @@ def _advice(semantic: dict, user: str | None, strategy: str) -> tuple[bool, str 
         return True, None
     advice = (semantic.get(pool_of(user)) or {}).get("advice")
     return bool(advice), advice
-
-
-def read_source(source: Path) -> dict:
-    """What the credit test reads of the source run: manifest, memory entries, semantic memory."""
-    source = Path(source)
-    if not rundir.is_run_dir(source):
-        raise FileNotFoundError(f"{source}: not a run directory (no {rundir.MANIFEST})")
-    manifest = rundir.read_manifest(source)
-    if credit_stream.is_stream(manifest):  # a stream: its note versions (critique.experiments.credit_stream)
-        return credit_stream.read(source, manifest)
-    episodic = source / rundir.MEMORY / "episodic.jsonl"
-    if not episodic.exists():
-        from critique.base.errors import UserError
-
-        raise UserError(f"{source}: no {episodic.relative_to(source)} (the run has no episodic memory to credit)")
-    semantic_path = source / rundir.MEMORY / "semantic.json"
-    semantic = json.loads(semantic_path.read_text(encoding="utf-8")) if semantic_path.exists() else {}
-    return {"path": source, "manifest": manifest, "entries": rundir.read_jsonl(episodic), "semantic": semantic}
 
 
 def answered(run, predictions: list[dict], half: int | None, skipped: list[str], what: str):
@@ -332,7 +292,13 @@ def plan(run, source: dict, strategy: str, on: str, cite: bool, null: int) -> di
     """The credit test's requests for an opened credit run; ``skipped``: prompts left out, and why."""
     skipped: list[str] = []
     half = 0 if on == "test-half" else None
-    if source.get("stream"):
+    if source.get("method"):  # a field method's notes (critique.experiments.credit_method)
+        vectors = credit_method.note_vectors(run, source)
+        answers = answered(run, credit_method.source_predictions(source, strategy), half, skipped,
+                           "its source prediction")
+        cases = credit_method.cases(run, source, strategy, answers, skipped, Case)
+        todo = credit_method.requests(run, cases, strategy, vectors, null, Request, without)
+    elif source.get("stream"):
         vectors = credit_stream.vectors(run, source["entries"])
         steps = credit_stream.steps(source)
         cases = credit_stream.cases(source, answered(run, steps, half, skipped, "its step"), skipped, Case)
@@ -340,7 +306,8 @@ def plan(run, source: dict, strategy: str, on: str, cite: bool, null: int) -> di
         vectors = entry_vectors(source["path"] / rundir.MEMORY, source["entries"], lambda: run.encoder)
         cases = train_cases(run, source, strategy, vectors, skipped) if on == "train" else \
             test_cases(run, source, strategy, half, skipped)
-    todo = requests(run, cases, strategy, vectors, cite, null)
+    if not source.get("method"):
+        todo = requests(run, cases, strategy, vectors, cite, null)
     mismatched = [r.case.item.id for r in todo
                   if r.strategy == FULL and r.case.source_hash and not cite and r.hash != r.case.source_hash]
     return {"requests": todo, "cases": cases, "skipped": skipped, "cite": cite, "counter": {"requested": 0},
@@ -356,21 +323,18 @@ def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = F
     from critique.experiments import reuse
     from critique.runner import execute_run
 
-    if strategy not in STRATEGIES:
-        raise UserError(f"credit needs a strategy whose prompts hold memory entries: {', '.join(STRATEGIES)}, "
-                        f"not {strategy!r}")
+    method = credit_method.is_method(strategy)
+    if strategy not in STRATEGIES and not method:
+        raise UserError(f"credit needs a strategy whose prompts hold memory entries: {', '.join(STRATEGIES)}, or a "
+                        f"field method whose prompts show notes (ace, dc, expel, dspy:...), not {strategy!r}")
     if on not in ON:
         raise UserError(f"--on must be one of {', '.join(ON)}, not {on!r}")
     if null < 0:
         raise UserError(f"--null must be at least 0, not {null}")
-    source = read_source(source_dir)
+    source = credit_source.read_source(source_dir, strategy if method else None)
     manifest = source["manifest"]
-    refuse_unrebuildable(manifest, source_dir)
-    if source.get("stream"):
-        credit_stream.refuse(manifest, source_dir, strategy, on)
-    elif on != "train" and strategy not in manifest["config"].get("strategies", []):
-        raise UserError(f"{source_dir}: the run has no {strategy} test predictions to credit (use --on train)")
-    config = source_config(manifest, **changes)
+    credit_source.refuse(source, source_dir, strategy, on, cite)
+    config = credit_source.source_config(manifest, **changes)
     out = Path(out) if out else default_out(source_dir, strategy, on, cite)
     probe = credit_probe(strategy, on, cite, null, source_dir, manifest["run_id"])
     pool = reuse.matching_calls([str(source_dir)], config.model, manifest["dataset"]["checksum"], exclude=out)
@@ -380,6 +344,10 @@ def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = F
         if run.dataset.checksum != manifest["dataset"]["checksum"]:
             raise UserError(f"{source_dir}: its dataset ({manifest['dataset']['name']}) is not the data found now "
                             "(checksum differs); credit needs the very items the run answered")
+        if not method:  # a method's plan needs its memory: made by the work, once the method has learned
+            announce(run)
+
+    def announce(run) -> None:
         state.update(plan(run, source, strategy, on, cite, null))
         state["cost"] = costs(run, state["requests"])
         n_del = sum(r.strategy.startswith(WITHOUT) for r in state["requests"])
@@ -393,8 +361,15 @@ def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = F
             say(f"critique: warning: {len(state['mismatched'])} rebuilt full prompts differ from the source run's "
                 f"logged requests ({', '.join(state['mismatched'][:5])}...): templates or settings changed since")
 
-    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=lambda run: work_for(state)(run),
-                             setup=setup, progress=progress)
+    async def work(run) -> None:
+        if method:  # its offline stage again, every call answered from the source run's (logged as cached)
+            from critique.engine.methods import method as named
+
+            await named(strategy).learn(run)
+            announce(run)
+        await work_for(state)(run)
+
+    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=work, setup=setup, progress=progress)
     state["outcome"] = outcome
     state["out"] = out
     return state

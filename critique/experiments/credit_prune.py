@@ -143,7 +143,7 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
     from critique.base.errors import UserError
     from critique.engine.pipeline import pkey
     from critique.experiments import reuse
-    from critique.experiments.credit import read_source, refuse_unrebuildable, source_config
+    from critique.experiments.credit_source import read_source, refuse_unrebuildable, source_config
     from critique.runner import execute_run
 
     if on == "test":

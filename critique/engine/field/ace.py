@@ -144,9 +144,17 @@ class ACE:
             return None
         learned, pool = found
         book = learned.playbooks[pool]
-        prompt = method_prompt(GENERATOR, playbook=book.render(), reflection="(empty)", task=run.task,
-                               question=item.question, answer_space=run.space)
-        return prompt, memory.shown(book.notes(), learned.vectors[pool], vector)
+        return self._test_prompt(run, book, item), memory.shown(book.notes(), learned.vectors[pool], vector)
+
+    def without(self, run, item, vector, note: str):
+        """The test prompt of ``item`` with bullet ``note`` left out of the playbook (credit by deletion)."""
+        learned, pool = memory.ready(run, self.name, item)
+        book = learned.playbooks[pool]
+        return self._test_prompt(run, Playbook([b for b in book.bullets if b["id"] != note], book.counter), item)
+
+    def _test_prompt(self, run, book: Playbook, item):
+        return method_prompt(GENERATOR, playbook=book.render(), reflection="(empty)", task=run.task,
+                             question=item.question, answer_space=run.space)
 
     def missing(self, run, item) -> str:
         return memory.not_ready(run, self.name, item)

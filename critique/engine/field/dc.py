@@ -90,6 +90,10 @@ class DynamicCheatsheet:
         sheet = learned.sheets[pool]
         return self._generator(run, sheet, item), memory.shown(sheet.notes(pool), learned.vectors[pool], vector)
 
+    def without(self, run, item, vector, note: str):
+        """The test prompt of ``item`` with the cheatsheet (its one note) left out: the first, empty one."""
+        return self._generator(run, Cheatsheet(), item)
+
     def missing(self, run, item) -> str:
         return memory.not_ready(run, self.name, item)
 

@@ -56,21 +56,31 @@ class DSPyKNN:
         memory.save(run, self.name, notes, {pool: Offline(run, self.name) for pool in pools})
 
     def prompt(self, run, item, vector, exclude: str | None = None):
-        dspy = dspy_program.module()
         learned = run.learned.get(self.name)
         pool = pool_of(item.user)
         if learned is None or pool not in learned.knn:
             return None
-        neighbours = learned.knn[pool](question=item.question)
-        with dspy_program.quiet():
-            program = dspy.BootstrapFewShot(max_bootstrapped_demos=0, max_labeled_demos=run.config.k).compile(
-                dspy.Predict(learned.signature), trainset=neighbours)  # DSPy's own demo choice: no call
-        demos = [(d, learned.items[pool][id(d)]) for d in program.demos]
-        demos = [(d, train) for d, train in demos if train.id != exclude]
+        demos = [(d, train) for d, train in self._demos(run, learned, pool, item) if train.id != exclude]
         prompt = dspy_program.test_prompt(learned.signature, [d for d, _ in demos], item.question)
         ids = [entry_id(train) for _, train in demos]
         scores = [float(learned.vectors[pool][e] @ np.asarray(vector)) for e in ids]
         return prompt, Retrieved([{"id": e} for e in ids], scores)
+
+    def without(self, run, item, vector, note: str):
+        """The test prompt of ``item`` with the demo of train entry ``note`` left out (the others in their order)."""
+        learned, pool = run.learned[self.name], pool_of(item.user)
+        demos = [d for d, train in self._demos(run, learned, pool, item) if train.id != item.id
+                 and entry_id(train) != note]
+        return dspy_program.test_prompt(learned.signature, demos, item.question)
+
+    def _demos(self, run, learned, pool: str, item) -> list[tuple]:
+        """(DSPy demo, its train item) of the K nearest train examples, in the order BootstrapFewShot gives."""
+        dspy = dspy_program.module()
+        neighbours = learned.knn[pool](question=item.question)
+        with dspy_program.quiet():
+            program = dspy.BootstrapFewShot(max_bootstrapped_demos=0, max_labeled_demos=run.config.k).compile(
+                dspy.Predict(learned.signature), trainset=neighbours)  # DSPy's own demo choice: no call
+        return [(d, learned.items[pool][id(d)]) for d in program.demos]
 
     def missing(self, run, item) -> str:
         return f"no {self.name} retriever for this pool (its train split has no example of it)"

@@ -122,6 +122,15 @@ class Optimized:
         kept = [i for i, note in enumerate(notes) if note["id"] != f"demo:{exclude}"]
         return prompt, Retrieved([shown[i] for i in kept], [shown.scores[i] for i in kept])
 
+    def without(self, run, item, vector, note: str):
+        """The test prompt of ``item`` without ``note``: a demo left out, or the instructions the optimizer wrote
+        replaced by the task's own (the program's before it was compiled)."""
+        learned, pool = memory.ready(run, self.name, item)
+        program, ids = learned.programs[pool], learned.ids[pool]
+        demos = [d for d in program.demos if ids.get(d.question) != item.id and f"demo:{ids.get(d.question)}" != note]
+        signature = dspy_program.signature(run) if note == f"instructions:{pool}" else program.signature
+        return dspy_program.test_prompt(signature, demos, item.question)
+
     def missing(self, run, item) -> str:
         found = memory.ready(run, self.name, item)
         if found is None:

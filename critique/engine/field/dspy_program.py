@@ -60,9 +60,10 @@ def quiet():
 
 
 def quiet_optimizers() -> None:
-    """DSPy's and optuna's progress logs off (an optimizer runs in a worker thread, where standard output cannot
-    be redirected for it alone): its calls are in calls.jsonl, its outcome in the method's memory file."""
+    """DSPy's and optuna's logs off but for errors (an optimizer runs in a worker thread, where standard output
+    cannot be redirected for it alone; DSPy warns of its own proposer's inputs): its calls are in calls.jsonl,
+    its outcome in the method's memory file."""
     import logging
 
     for name in ("dspy", "optuna", "gepa"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+        logging.getLogger(name).setLevel(logging.ERROR)

@@ -9,7 +9,8 @@ of each pool, with its labels:
    extraction names operations on the rule list (ADD, EDIT, REMOVE, AGREE).
 
 A test question is answered with the rules, most important first, and the successful trials of the K most similar
-train questions (the shortest success of each), the question itself never among them."""
+train questions (the shortest success of each), the question itself never among them. The memory's notes are
+the rules and the successful trials a prompt may show (``trial:ID``), each with the train items it rests on."""
 
 from __future__ import annotations
 
@@ -60,13 +61,15 @@ class ExpeL:
 
     async def learn(self, run) -> None:
         pools, offline = await memory.each_pool(run, self.name, lambda items, stage: self._pool(run, items, stage))
-        notes = {pool: p.insights.notes() for pool, p in pools.items()}
+        rules = {pool: p.insights.notes() for pool, p in pools.items()}
         examples = {}
         for pool, p in pools.items():
             shown = [i for i in p.items if _success(p.trials.get(i.id, []))]
             examples[pool] = (shown, np.asarray(run.encoder.encode([i.question for i in shown])) if shown else None)
-        run.learned[self.name] = Learned(pools, offline, {p: memory.encoded(run, n) for p, n in notes.items()},
+        run.learned[self.name] = Learned(pools, offline, {p: memory.encoded(run, n) for p, n in rules.items()},
                                          examples)
+        notes = {pool: rules[pool] + [_trial_note(i, pools[pool].trials[i.id]) for i in examples[pool][0]]
+                 for pool in pools}  # the rules, then each successful trial a prompt may show
         memory.save(run, self.name, notes, offline,
                     trials={pool: p.trials for pool, p in pools.items()})
 
@@ -128,20 +131,45 @@ class ExpeL:
             return None
         learned, pool = found
         rules = learned.pools[pool].insights.notes()
-        shown_items, vectors = learned.examples[pool]
-        similarity = vectors @ np.asarray(vector) if shown_items else np.zeros(0)
-        order = np.argsort(-similarity, kind="stable")
-        nearest = [n for n in order if shown_items[n].id != exclude][:run.config.k]
-        trials = learned.pools[pool].trials
-        examples = [{**_success(trials[shown_items[n].id]), "question": shown_items[n].question} for n in nearest]
-        prompt = method_prompt(ATTEMPT, rules=[r["text"] for r in rules], examples=examples, reflections=[],
-                               task=run.task, question=item.question, answer_space=run.space)
+        nearest, similarity = _nearest(run, learned, pool, vector, exclude)
+        shown_items = learned.examples[pool][0]
         found = memory.shown(rules, learned.rule_vectors[pool], vector)
-        return prompt, Retrieved(list(found) + [{"id": f"trial:{shown_items[n].id}"} for n in nearest],
-                                 list(found.scores) + [float(similarity[n]) for n in nearest])
+        return self._attempt(run, learned, pool, item, rules, nearest), Retrieved(
+            list(found) + [{"id": f"trial:{shown_items[n].id}"} for n in nearest],
+            list(found.scores) + [float(similarity[n]) for n in nearest])
+
+    def without(self, run, item, vector, note: str):
+        """The test prompt of ``item`` with rule or trial ``note`` left out (the others as they were shown)."""
+        learned, pool = memory.ready(run, self.name, item)
+        rules = [r for r in learned.pools[pool].insights.notes() if r["id"] != note]
+        shown_items = learned.examples[pool][0]
+        nearest = [n for n in _nearest(run, learned, pool, vector, item.id)[0] if f"trial:{shown_items[n].id}" != note]
+        return self._attempt(run, learned, pool, item, rules, nearest)
+
+    def _attempt(self, run, learned, pool: str, item, rules: list[dict], nearest: list[int]):
+        """The attempt prompt of a test question: the rules, then the successful trials ``nearest``."""
+        shown_items, trials = learned.examples[pool][0], learned.pools[pool].trials
+        examples = [{**_success(trials[shown_items[n].id]), "question": shown_items[n].question} for n in nearest]
+        return method_prompt(ATTEMPT, rules=[r["text"] for r in rules], examples=examples, reflections=[],
+                             task=run.task, question=item.question, answer_space=run.space)
 
     def missing(self, run, item) -> str:
         return memory.not_ready(run, self.name, item)
+
+
+def _nearest(run, learned, pool: str, vector, exclude: str | None) -> tuple[list[int], np.ndarray]:
+    """The K successful trials nearest to the question (never of item ``exclude``), and every trial's similarity."""
+    shown_items, vectors = learned.examples[pool]
+    similarity = vectors @ np.asarray(vector) if shown_items else np.zeros(0)
+    order = np.argsort(-similarity, kind="stable")
+    return [n for n in order if shown_items[n].id != exclude][:run.config.k], similarity
+
+
+def _trial_note(item, tried: list) -> dict:
+    """A successful trial as a note of the memory: the question, the answer and the reasoning a prompt shows."""
+    trial = _success(tried)
+    return {"id": f"trial:{item.id}", "text": f"{item.question} -> {trial['answer']}: {trial['reasoning']}",
+            "sources": [item.id]}
 
 
 def _success(tried: list) -> dict | None:

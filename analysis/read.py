@@ -165,8 +165,8 @@ def select(metas: list[dict], allow_mixed: bool, errors: list[str], problems: li
     learners = [m for m in metas if m["learner"]]
     if learners and not keep_learners:
         shown = ", ".join(m["path"] for m in learners[:3]) + (", ..." if len(learners) > 3 else "")
-        problems.append(f"a critique.Learner's folder has no test split, so no table (critique audit reads its "
-                        f"memory, critique export its records); left out: {shown}")
+        problems.append(f"a critique.Learner's folder has no test split, so no table (Learner.evaluate scores it; "
+                        f"critique audit reads its memory, critique export its records); left out: {shown}")
         metas = [m for m in metas if not m["learner"]]
     conflicts = template_conflicts(metas)
     for (model, dataset, _), why in sorted(conflicts.items()):

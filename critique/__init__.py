@@ -9,8 +9,9 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """``critique.Learner`` and ``critique.Prediction`` on first use: ``import critique`` stays light."""
-    if name in ("Learner", "Prediction"):
+    """``critique.Learner``, ``critique.Prediction`` and ``critique.Evaluation`` on first use: ``import critique``
+    stays light."""
+    if name in ("Learner", "Prediction", "Evaluation"):
         from importlib import import_module
 
         return getattr(import_module("critique.learner"), name)

@@ -22,10 +22,8 @@ fitted memory and the notes learned so far, then written back as a note with its
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from critique.base import rundir, vocab
@@ -34,31 +32,10 @@ from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, 
 from critique.engine.memory import semantic as semantic_store
 from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
 from critique.base.config import RunConfig, manifest_run_config
+from critique.learner_items import Evaluation, Prediction, evaluation, labeled, question as _question
 
 STAGE = vocab.PREDICT
 DATA = "data"
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """One answer of ``Learner.predict``.
-
-    ``answer`` is an option of the answer space, or None when there is none to give: the reply
-    could not be parsed (``parse_failed``), was cut by the token limit (``timeout``), or the
-    call failed (``error``). ``retrieved``: ids of the episodic entries in the prompt, nearest
-    first (``learner.memory.entries``).
-    """
-
-    id: str
-    question: str
-    strategy: str
-    answer: str | None
-    parse_failed: bool
-    timeout: bool
-    error: str | None
-    retrieved: list[str]
-    user: str | None = None
-    request_hash: str | None = None
 
 
 class Learner:
@@ -178,7 +155,7 @@ class Learner:
             self.answer_space = self.answer_space or list(dataset.card.answer_space)
             items, kind, source = dataset.train, dataset.card.kind, f"train split of {dataset.name} ({dataset.path})"
         else:
-            items = [_item(i, x) for i, x in enumerate(data)]
+            items = [labeled(i, x) for i, x in enumerate(data)]
             given = sorted({i.user for i in items if i.user is not None})
             if given:  # items with users: preference data, one memory per user
                 if any(i.user is None for i in items):
@@ -220,15 +197,32 @@ class Learner:
         ``user``: the memory pool of preference data (a string question has no user otherwise).
         Answers already logged for the same prompt are returned without a call.
         """
+        items = [_question(q, user) for q in ([questions] if isinstance(questions, str) else questions)]
+        done = self._answer(items, [strategy], STAGE)
+        return [_prediction(done[(strategy, i.user, i.id)], i) for i in items]
+
+    def evaluate(self, items, strategies=("EP+SEM_CRIT",)) -> dict[str, Evaluation]:
+        """Answer labeled ``items`` (as ``fit`` takes them; an item given without an id is named by a hash of its
+        question) with each of ``strategies`` and score them: per strategy its accuracy with its 95% Wilson
+        interval (``Evaluation``). Logged like a test stage: each answer in predictions.jsonl with stage test,
+        judged as the study judges (an unparseable reply counts wrong), and the same item asked the same way
+        again makes no call."""
+        found = [labeled(i, x, named=True) for i, x in enumerate(items)]
+        done = self._answer(found, list(strategies), vocab.TEST)
+        return {name: evaluation(name, [done[(name, i.user, i.id)] for i in found]) for name in strategies}
+
+    def _answer(self, items: list[Item], strategies: list[str], stage: str) -> dict[tuple, dict]:
+        """(strategy, user, item id) -> the record of each item answered with each strategy, in ``stage``
+        (predict: no label; test: judged against the item's label)."""
         from critique.engine.methods import learns, method, parse_strategies
 
-        parse_strategies(strategy)  # ValueError naming the known ones
-        if hasattr(method(strategy), "test"):
-            raise ValueError(f"{strategy} learns on the questions it answers, in their order: run it with critique run "
-                             "(or a study), which answers the test split in one go")
-        items = [_question(q, user) for q in ([questions] if isinstance(questions, str) else questions)]
+        parse_strategies(",".join(strategies))  # ValueError naming the known ones
+        for name in strategies:
+            if hasattr(method(name), "test"):
+                raise ValueError(f"{name} learns on the questions it answers, in their order: run it with critique "
+                                 "run (or a study), which answers the test split in one go")
         if not items:
-            return []
+            return {}
         self._check_fitted(items)
         unique = list({(i.user, i.id): i for i in items}.values())
         done: dict[tuple, dict] = {}
@@ -241,22 +235,22 @@ class Learner:
             run.use_memory(self.memory, self.semantic)
 
         async def go(run) -> None:
-            learner = method(strategy)
-            if learns(learner):
-                await learner.learn(run)
             vectors = run.encoder.encode([i.question for i in unique])
+            for name in strategies:
+                if learns(method(name)):
+                    await method(name).learn(run)
 
-            async def one(pair) -> None:
-                item, vector = pair
-                done[(item.user, item.id)] = await _predict_one(run, strategy, item, vector)
+                async def one(pair, name=name) -> None:
+                    item, vector = pair
+                    done[(name, item.user, item.id)] = await _answer_one(run, name, item, vector, stage)
 
-            await run.each(list(zip(unique, vectors)), one, f"predict ({strategy})")
+                await run.each(list(zip(unique, vectors)), one, f"{stage} ({name})")
 
-        try:  # predictions add to a fitted run: its status stays what it was
+        try:  # answers add to a fitted run: its status stays what it was
             self._execute(go, setup, complete=self._manifest().get("status") == "complete")
         finally:
             self.calls_made = opened[0].llm.calls_made if opened else 0
-        return [_prediction(done[(i.user, i.id)], i) for i in items]
+        return done
 
     def _check_fitted(self, items: list[Item]) -> None:
         """Something is fitted here, and each item names a user of it when the data is preference data."""
@@ -321,22 +315,24 @@ class Learner:
                     progress=self.progress, runner=_run_sync, complete=complete, learner=True)
 
 
-async def _predict_one(run, name: str, item: Item, vector) -> dict:
-    """One question with one strategy; the logged record is reused when the prompt is the same."""
+async def _answer_one(run, name: str, item: Item, vector, stage: str) -> dict:
+    """One question with one strategy; the logged record is reused when the prompt is the same. Stage predict: no
+    label (``_unlabeled``); stage test: judged against the item's label as the test stage judges."""
     from critique.engine.methods import method
 
     found = method(name).prompt(run, item, vector)
     if found is None:
         missing = getattr(method(name), "missing", None)
-        return run.unanswered(STAGE, name, item, missing(run, item) if missing else "no semantic memory for this pool "
+        return run.unanswered(stage, name, item, missing(run, item) if missing else "no semantic memory for this pool "
                               "(the summary call failed, or an unknown user)")
     prompt, examples = found
     from critique.engine.memory import selection
 
     schema = getattr(method(name), "schema", None)
-    return await run.answer(STAGE, name, item, prompt, seed=(), retrieved=[e["id"] for e in examples],
-                            judge=_unlabeled(run.space), keep_same=True, extra=selection.logged(examples),
-                            schema=schema(run) if schema else None)
+    unlabeled = stage == STAGE
+    return await run.answer(stage, name, item, prompt, seed=() if unlabeled else (name,),
+                            retrieved=[e["id"] for e in examples], judge=_unlabeled(run.space) if unlabeled else None,
+                            keep_same=True, extra=selection.logged(examples), schema=schema(run) if schema else None)
 
 
 def _unlabeled(space: list[str]):
@@ -355,29 +351,6 @@ def _prediction(record: dict, item: Item) -> Prediction:
     return Prediction(id=item.id, question=item.question, strategy=record["strategy"], answer=record["answer"],
                       parse_failed=record["parse_failed"], timeout=record["timeout"], error=record.get("error"),
                       retrieved=list(record["retrieved"]), user=item.user, request_hash=record.get("request_hash"))
-
-
-def _item(position: int, x) -> Item:
-    if isinstance(x, Item):
-        return x
-    if isinstance(x, Mapping):
-        return Item(str(x.get("id", position)), str(x["question"]), str(x["answer"]), x.get("user"),
-                    dict(x.get("meta") or {}))
-    if isinstance(x, (tuple, list)) and len(x) in (2, 3):
-        *ident, question, answer = x
-        return Item(str(ident[0]) if ident else str(position), str(question), str(answer))
-    raise TypeError(f"fit item {position}: expected (question, label), (id, question, label), an Item or a dict, "
-                    f"not {x!r:.80}")
-
-
-def _question(q, user: str | None) -> Item:
-    """An unlabeled question; a string's id is a hash of its text (so a repeat is recognised)."""
-    if isinstance(q, Item):
-        return Item(q.id, q.question, "", q.user if q.user is not None else user, q.meta)
-    text = str(q)
-    if not text.strip():
-        raise ValueError("empty question")
-    return Item("q-" + hashlib.sha256(text.encode()).hexdigest()[:16], text, "", user)
 
 
 def _run_sync(coro):

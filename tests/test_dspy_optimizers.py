@@ -109,3 +109,16 @@ def test_credit_leaves_out_a_demo_or_puts_back_the_tasks_own_instructions(home, 
         else:
             question = next(n["text"] for n in notes if n["id"] == d["removed"]).split(" -> ")[0]
             assert question not in "\n".join(m["content"] for m in asked[d["request_hash"]]["messages"])
+
+
+def test_every_pool_of_preference_data_compiles_its_own_program_at_once(home, fake_llm):
+    out = home / "run"  # 10 users x 3 optimizers: more compiles at once than the loop's default executor has threads
+    assert main(argv(out, ",".join(OPTIMIZERS), "--dataset", "pref-gen", "--limit", "4", "--no-cache",
+                     "--train-budget", "40000")) == 0
+    tests = [r for r in rundir.read_jsonl(out / "predictions.jsonl") if r["stage"] == "test"]
+    users = {r["user"] for r in tests}
+    assert len(users) == 10 and not any(r["error"] for r in tests)
+    for name in OPTIMIZERS:
+        pools = memory_of(out, name)["pools"]
+        assert set(pools) == users and all(p["train_budget"] == 4000 and p["stopped"] is None for p in pools.values())
+        assert all((out / "memory" / name.replace(":", "_") / f"{user}.json").exists() for user in users)

@@ -18,7 +18,7 @@ LAYERS = {
     "critique.datasets": 1, "critique.llm": 1, "critique.analysis": 1,
     "critique.engine": 2,
     "critique.runner": 3,
-    "critique.experiments": 4,
+    "critique.experiments": 4, "critique.learner_items": 4,  # what a Learner is given and gives back
     "critique.learner": 5, "critique.cli": 5,  # the learner's online step is the stream experiment's
     "critique": 6,  # the package itself: its public names, loaded on first use
 }

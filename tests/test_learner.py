@@ -224,3 +224,28 @@ def test_audit_reads_a_learners_folder_and_tables_says_why_it_has_no_table(home,
     err = capsys.readouterr().err
     assert "critique.Learner's folder has no test split" in err and "critique audit reads its memory" in err
     assert str(out) in err
+
+
+def test_evaluate_scores_each_strategy_on_labeled_items_logged_like_a_test_stage(home, fake_llm):
+    from critique.analysis.stats import wilson
+
+    out = home / "run"
+    lr = learner(out).fit(TRAIN)
+    labeled = [(q, "no") for q in NEW[::2]] + [("Iron rusts in wet air.", "yes")]
+    fake_llm.CALLS.clear()
+    scores = lr.evaluate(labeled, strategies=["zero_shot", "EP_CRIT", "ace"])
+    assert list(scores) == ["zero_shot", "EP_CRIT", "ace"]
+    tests = [p for p in rundir.read_run(out)["predictions"] if p["stage"] == "test"]
+    for name, score in scores.items():
+        mine = [p for p in tests if p["strategy"] == name]
+        assert len(mine) == score.n == 3 and [p["gold"] for p in score.records] == ["no", "no", "yes"]
+        assert score.correct == sum(p["correct"] for p in mine)
+        assert score.accuracy == score.correct / 3 and (score.low, score.high) == wilson(score.correct, 3)
+        assert {p["item_id"] for p in mine} == {lr.predict(q)[0].id for q, _ in labeled}  # named by the question
+    calls = [c for c in rundir.read_run(out)["calls"] if c["stage"] == "test"]
+    assert Counter(c["strategy"] for c in calls)["EP_CRIT"] == 3
+    fake_llm.CALLS.clear()
+    again = lr.evaluate(labeled, strategies=["zero_shot", "EP_CRIT", "ace"])
+    assert fake_llm.CALLS == [] and {n: s.correct for n, s in again.items()} == {n: s.correct for n, s in scores.items()}
+    with pytest.raises(ValueError, match="dc:online learns on the questions it answers"):
+        lr.evaluate(labeled, strategies=["dc:online"])

@@ -12,6 +12,7 @@ and its demos (each a note resting on its train item)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,9 @@ from critique.engine.field.offline import BUDGET, Offline
 from critique.engine.memory.episodic import Retrieved
 from critique.engine.methods import register
 
+# One compile at a time in a process: DSPy's optimizers are not safe to run at once (their progress bars share
+# tqdm's global list of bars, which DSPy's evaluator clears), so the pools and methods compile one after another.
+COMPILING = threading.Lock()
 ANSWER_TOKENS = 16  # what a program call's reply costs beyond its prompt, in the estimate of calls a budget buys
 NO_BUDGET_CALLS = 200  # the program calls an optimizer is given when the run sets no --train-budget
 
@@ -79,9 +83,7 @@ class Optimized:
 
     async def learn(self, run) -> None:
         dspy_program.module()
-        loop = asyncio.get_running_loop()
-        compiled, offline = await memory.each_pool(
-            run, self.name, lambda items, stage: asyncio.to_thread(self._compile, run, items, stage, loop))
+        compiled, offline = await memory.each_pool(run, self.name, lambda items, stage: self._compiled(run, items, stage))
         programs = {pool: program for pool, (program, _) in compiled.items()}
         notes = {pool: _notes(pool, program, items) for pool, (program, items) in compiled.items()}
         for pool, program in programs.items():
@@ -91,6 +93,18 @@ class Optimized:
         ids = {pool: {item.question: item.id for item in items} for pool, (_, items) in compiled.items()}
         run.learned[self.name] = Learned(programs, notes, vectors, ids, offline)
         memory.save(run, self.name, notes, offline, optimizer=self.optimizer.__name__)
+
+    async def _compiled(self, run, items: list, offline: Offline) -> tuple:
+        """The pool's compile in a thread of its own: it waits there for each of its calls, which the run's loop
+        makes, so it must never hold a thread of the loop's default executor (the model's calls may need one)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        own = ThreadPoolExecutor(1, thread_name_prefix=f"{self.name}-compile")
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(own, self._compile, run, items, offline, loop)
+        finally:  # never waits here: a cancelled run's compile ends at its next call (the run has stopped)
+            own.shutdown(wait=False)
 
     def _compile(self, run, items: list, offline: Offline, loop) -> tuple:
         """(the optimizer's compiled program of the pool, or None; the pool's train items), in a worker thread:
@@ -102,7 +116,7 @@ class Optimized:
         student = dspy.Predict(dspy_program.signature(run))
         calls = calls_within(run, items, offline.budget)
         try:
-            with dspy.context(lm=lm, adapter=dspy.JSONAdapter(), max_errors=10**9):
+            with COMPILING, dspy.context(lm=lm, adapter=dspy.JSONAdapter(), max_errors=10**9):
                 program = self.optimizer(dspy, lm, calls, student, dspy_program.examples(items), run.config.seed)
         except Exception as error:  # noqa: BLE001  (the optimizer's own failure is the stage's outcome)
             if offline.stopped is None:

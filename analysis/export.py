@@ -3,7 +3,9 @@ tables (analysis.frames): predictions, calls and memory, one file each, one row 
 record. The calls table, which holds every prompt and reply, is written to CSV a part at a time
 (`Logs.call_chunks`), so its size in memory does not grow with the logs.
 
-CSV holds lists and objects as JSON text. Parquet needs pyarrow, which critique does not
+CSV holds lists and objects as JSON text; Parquet keeps lists as lists and holds objects as JSON text. In the
+columns a reader groups by (GROUPING: variant, probe, ..., user) "none" is written "-", never an empty cell
+that pandas would read back as NaN and a grouping would leave out. Parquet needs pyarrow, which critique does not
 require (`pip install pyarrow`). Secret values are redacted before anything is encoded; every
 file is written whole or not at all (critique.base.rundir)."""
 
@@ -36,15 +38,31 @@ def _user_error(message: str) -> Exception:
     return UserError(message)
 
 
-def _json_cells(frame):
-    """Lists and objects as JSON text (CSV has no such cells)."""
+# The columns a reader groups by: "" or null there is written NONE, which pandas reads back as text (it reads an
+# empty CSV cell as NaN, and groupby leaves NaN keys out: a plain run's rows would vanish from a grouping by user).
+GROUPING = ("variant", "probe", "attribution", "ablation", "ablation_value", "stage", "strategy", "user")
+NONE = "-"
+
+
+def _json_cells(frame, kinds=(list, dict)):
+    """Cells of ``kinds`` as JSON text: lists and objects for CSV (it has no such cells), objects for Parquet (it
+    keeps lists as lists)."""
     import json
 
     frame = frame.copy()
     for column in frame.columns:
-        if frame[column].map(lambda v: isinstance(v, (list, dict))).any():
+        if frame[column].map(lambda v: isinstance(v, kinds)).any():
             frame[column] = frame[column].map(
-                lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v)
+                lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, kinds) else v)
+    return frame
+
+
+def _grouping_named(frame):
+    """The grouping columns with NONE for "" and null (GROUPING)."""
+    frame = frame.copy()
+    for column in GROUPING:
+        if column in frame.columns:
+            frame[column] = frame[column].map(lambda v: NONE if v is None or v == "" or v != v else v)
     return frame
 
 
@@ -76,7 +94,7 @@ def write_csv_chunks(chunks, columns: list[str], path: Path) -> int:
         yield pd.DataFrame(columns=columns).to_csv(index=False)
         for frame in chunks:
             rows[0] += len(frame)
-            yield _json_cells(frame.reindex(columns=columns)).to_csv(index=False, header=False)
+            yield _json_cells(_grouping_named(frame.reindex(columns=columns))).to_csv(index=False, header=False)
 
     write_text_chunks_atomic(path, texts())
     return rows[0]
@@ -85,11 +103,12 @@ def write_csv_chunks(chunks, columns: list[str], path: Path) -> int:
 def write_table(frame, path: Path, form: str) -> None:
     from critique.base.rundir import write_bytes_atomic, write_text_atomic
 
+    frame = _grouping_named(frame)
     if form == "csv":
         write_text_atomic(path, _json_cells(frame).to_csv(index=False))  # redacted by the writer
         return
     buffer = io.BytesIO()
-    _json_cells(_redacted(frame)).to_parquet(buffer, index=False)
+    _json_cells(_redacted(frame), kinds=dict).to_parquet(buffer, index=False)
     write_bytes_atomic(path, buffer.getvalue())
 
 

@@ -152,3 +152,20 @@ def test_the_calls_table_is_written_a_part_at_a_time_and_equals_the_whole_frame(
     assert list(streamed.columns) == list(whole.columns) == logs.call_columns()
     assert streamed["request_hash"].tolist() == whole["request_hash"].tolist()
     assert streamed["prompt"].tolist() == whole["prompt"].tolist()
+
+
+def test_export_keeps_lists_as_lists_in_parquet_and_no_grouping_cell_reads_back_as_nan(tmp_path, capsys):
+    runs = study(tmp_path / "runs")
+    assert main(["export", str(runs), "--to", str(tmp_path / "csv")]) == 0
+    predictions = pd.read_csv(tmp_path / "csv" / "predictions.csv")
+    for column in ("variant", "probe", "ablation", "user", "stage", "strategy"):
+        assert predictions[column].notna().all(), column  # "" or null is written "-"
+    assert set(predictions["user"]) == {"-"}
+    assert predictions.groupby(["variant", "user", "probe"]).size().sum() == len(predictions) == 5
+    pytest.importorskip("pyarrow")
+    assert main(["export", str(runs), "--to", str(tmp_path / "pq"), "--format", "parquet"]) == 0
+    frame = pd.read_parquet(tmp_path / "pq" / "predictions.parquet")
+    assert [list(v) for v in frame["retrieved"]][:2] == [["e0"], ["e0", "e1"]]
+    assert frame.groupby(["variant", "user", "probe"]).size().sum() == 5
+    memory = pd.read_parquet(tmp_path / "pq" / "memory.parquet")
+    assert len(memory) == 2 and set(memory["user"]) == {"-"}

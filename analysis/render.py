@@ -79,11 +79,33 @@ def counted(n, word: str) -> str:
 
 
 def claim_texts(result: Result) -> list[tuple[str, str]]:
-    """(claim, one sentence) for every headline claim, computed or skipped; a claim of another condition
-    than the first is named with it (analysis.claims)."""
-    out = [(name, claim_text(name.split(" [")[0], x)) for name, x in result.claims.items() if x]
-    out.extend((name, f"skipped: {why}.") for name, why in result.claim_skips.items())
-    return sorted(out)
+    """(claim, one sentence) for every headline claim, the computed ones first, then the skipped ones (what can be
+    filled before what cannot); a claim of another condition than the first is named with it (analysis.claims)."""
+    computed = sorted((name, claim_text(name.split(" [")[0], x)) for name, x in result.claims.items() if x)
+    return computed + sorted((name, f"skipped: {why}.") for name, why in result.claim_skips.items())
+
+
+def skipped_claims(result: Result) -> list[tuple[str, str]]:
+    """(claim, why) once per claim skipped in every condition where it is skipped for one reason: "C3" with "in
+    all 5 conditions: no reasoning-model tokens ..."; a claim skipped for other reasons in other conditions keeps
+    one line per condition."""
+    by_claim: dict[str, list[tuple[str, str]]] = {}
+    for name, why in sorted(result.claim_skips.items()):
+        by_claim.setdefault(name.split(" [")[0], []).append((name, _without_condition(why)))
+    out = []
+    for claim, skips in by_claim.items():
+        reasons = {why for _, why in skips}
+        if len(skips) > 1 and len(reasons) == 1:
+            out.append((claim, f"skipped in all {len(skips)} conditions: {reasons.pop()}."))
+        else:
+            out += [(name, f"skipped: {why}.") for name, why in skips]
+    return out
+
+
+def _without_condition(why: str) -> str:
+    """A skip's reason without the condition it starts with ("critic=gold, control=negative: ...")."""
+    head, sep, rest = why.partition(": ")
+    return rest if sep and "=" in head and " " not in head.replace(", ", ",") else why
 
 
 def claim_lines(result: Result) -> list[str]:

@@ -100,17 +100,19 @@ def plot_suggestibility(result: Result):
         sugg = [r for r in sugg if (r["attribution"] or "") == (claim.get("attribution") or "")]
     suggestible = {(r["model"], r["dataset"]): r["suggestibility"] for r in sugg if r["suggestibility"] is not None}
     accuracy = points(acc)
-    figure, axis = plt.subplots(figsize=(6, 4))
-    drawn = False
-    for baseline in vocab.BASELINES:
-        gain = gains(accuracy, vocab.BEST, baseline)
-        both = [(s, gain[p]) for p, s in suggestible.items() if p in gain]
-        if both:
-            axis.scatter([s for s, _ in both], [g for _, g in both], label=f"gain over {baseline}", alpha=0.8)
-            drawn = True
-    if not drawn:
-        plt.close(figure)
+    pairs = {baseline: [(p, s, gains(accuracy, vocab.BEST, baseline)[p]) for p, s in suggestible.items()
+                        if p in gains(accuracy, vocab.BEST, baseline)] for baseline in vocab.BASELINES}
+    points_ = {p for both in pairs.values() for p, _, _ in both}
+    if not points_:
         return None, f"no (model, dataset) point has both suggestibility and the {vocab.BEST} gain"
+    if len(points_) < 2:  # one point is a sentence, not a plot
+        return None, "one (model, dataset) point, " + "; ".join(
+            f"{m} / {d}: S = {s:.2f}, {vocab.BEST} gain over {baseline} {g:+.2f} points"
+            for baseline, both in pairs.items() for (m, d), s, g in both) + " (a plot needs two points)"
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for baseline, both in pairs.items():
+        if both:
+            axis.scatter([s for _, s, _ in both], [g for _, _, g in both], label=f"gain over {baseline}", alpha=0.8)
     axis.axhline(0, color="#999", lw=0.8)
     axis.set_xlabel("suggestibility S = Acc(truth) - Acc(lying), points")
     axis.set_ylabel(f"{vocab.BEST} gain, points")
@@ -213,9 +215,9 @@ PLOTS = (("Accuracy per strategy per dataset", plot_accuracy),
 
 
 def table_html(table: Table) -> str:
+    if table.skipped:  # one line
+        return f'<p class="skip">Skipped: <b>{html.escape(table.title)}</b>: {html.escape(table.skipped)}.</p>'
     parts = [f"<h2>{html.escape(table.title)}</h2>"]
-    if table.skipped:
-        return parts[0] + f'<p class="skip">Skipped: {html.escape(table.skipped)}.</p>'
     columns, body, default = render.table_view(table)
     parts.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in columns) + "</tr>")
     for row in body:
@@ -232,7 +234,9 @@ def html_page(result: Result, heading: str, extra: list[Table], problems: list[s
     inputs = [render.inputs_table(experiments)] if experiments else []
     items = inference.tables if inference is not None else []
     body = [f"<h1>Study report</h1><p>{html.escape(heading)}</p>", "<h2>Headline claims</h2><ul>"]
-    body += [f"<li><b>{name}</b> {html.escape(text)}</li>" for name, text in render.claim_texts(result)]
+    body += [f"<li><b>{name}</b> {html.escape(text)}</li>" for name, text in render.claim_texts(result)
+             if name not in result.claim_skips]
+    body += [f'<li class="skip"><b>{name}</b> {html.escape(text)}</li>' for name, text in render.skipped_claims(result)]
     body.append("</ul>")
     settings = defaults.lines(experiments)
     if settings:
@@ -244,15 +248,20 @@ def html_page(result: Result, heading: str, extra: list[Table], problems: list[s
     windows = next((t for t in result.tables if t.key == "stream_windows" and not t.skipped), None)
     if windows is not None:  # critique stream's runs among the inputs
         plots.append(("Online memory over each stream", lambda: plot_online(windows)))
-    for title, draw in plots:
+    not_drawn = []
+    for title, draw in plots:  # the plots drawn, then one line for each that could not be
         figure, why = draw()
-        body.append(f"<h2>{html.escape(title)}</h2>")
-        body.append(f'<img alt="{html.escape(title)}" src="{data_uri(figure)}">' if figure is not None
-                    else f'<p class="skip">Plot skipped: {html.escape(why)}.</p>')
-    body += [table_html(t) for t in [*result.tables, *extra]]
+        if figure is None:
+            not_drawn.append(f'<p class="skip">Plot skipped: <b>{html.escape(title)}</b>: {html.escape(why)}.</p>')
+        else:
+            body += [f"<h2>{html.escape(title)}</h2>", f'<img alt="{html.escape(title)}" src="{data_uri(figure)}">']
+    body += not_drawn
+    tables = [*result.tables, *extra]  # the tables filled, then one line for each that could not be
+    body += [table_html(t) for t in tables if not t.skipped]
     if items:
         body.append(f"<h1>Item-level inference</h1><p>{html.escape(inference.data['when'])}</p>")
-    body += [table_html(t) for t in [*items, *inputs]]
+    body += [table_html(t) for t in [*items, *inputs] if not t.skipped]
+    body += [table_html(t) for t in [*tables, *items, *inputs] if t.skipped]
     if problems or errors:
         body.append("<h2>Input problems</h2><ul>" + "".join(
             f"<li>{html.escape(line)}</li>" for line in [*errors, *problems]) + "</ul>")

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -141,6 +142,59 @@ def test_report_says_why_a_plot_is_missing(tmp_path, capsys):
     code, _, _ = run(capsys, "report", tmp_path / "run", "-o", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert code == 0 and page.count("data:image/png;base64,") == 1 and page.count("Plot skipped:") == 3
+
+
+def _report_order(page: str) -> None:
+    """What can be filled comes before what cannot: every drawn plot before any skipped one, every filled table
+    before any skipped one, every computed claim before any skipped one."""
+    last_image = page.rfind("data:image/png;base64,")
+    assert all(page.find(mark) > last_image for mark in ("Plot skipped:",) if mark in page)
+    last_table = page.rfind("<table>")
+    first_skip = page.find('<p class="skip">Skipped:')
+    assert first_skip == -1 or first_skip > last_table
+    claims = page[page.find("<h2>Headline claims</h2>"):page.find("</ul>")]
+    if 'class="skip"' in claims:
+        assert "<li><b>" not in claims[claims.find('class="skip"'):]
+
+
+def test_a_report_shows_what_it_can_fill_first_and_each_thing_it_cannot_in_one_line(tmp_path, capsys):
+    synthetic.write_run(tmp_path / "run", synthetic.manifest("m", "d"), [],
+                        [synthetic.prediction("test", "zero_shot", "t0", True)])
+    code, _, _ = run(capsys, "report", tmp_path / "run", "-o", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert code == 0
+    _report_order(page)
+    assert page.count('<p class="skip">Skipped: <b>') >= 1  # a table that cannot be filled: one line, no heading
+
+
+def test_the_accuracy_plot_holds_every_bar_and_its_legend_stays_off_the_bars():
+    from critique.analysis import report
+    from critique.analysis.tables import Result
+    from critique.analysis.tabular import Table
+
+    rows = [{"model": "m", "dataset": d, "strategy": s, "accuracy": a, "n": 10, "errors": 0}
+            for d, values in (("d1", (25.2, 25.2)), ("d2", (50.4, 52.4))) for s, a in zip(("zero_shot", "EP_CRIT"),
+                                                                                            values)]
+    result = Result("test", [Table("table1", "Table 1", list(rows[0]), rows)], {}, {})
+    figure, why = report.plot_accuracy(result)
+    assert why is None
+    axis = figure.axes[0]
+    assert axis.get_ylim()[1] >= 52.4
+    figure.canvas.draw()
+    legend = axis.get_legend().get_window_extent()
+    assert legend.y0 >= axis.get_window_extent().y1  # above the axes, never over a bar
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs chromium (apt-get install chromium)")
+def test_a_browser_renders_the_report_in_its_order(study_dir, tmp_path, capsys):
+    code, _, err = run(capsys, "report", study_dir, "-o", tmp_path / "r.html")
+    assert code == 0, err
+    done = subprocess.run(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--dump-dom",
+                           (tmp_path / "r.html").as_uri()], capture_output=True, text=True, timeout=300)
+    dom = done.stdout
+    assert done.returncode == 0 and "<h1>Study report</h1>" in dom  # the page as the browser parsed it
+    assert dom.count("data:image/png;base64,") == 4
+    _report_order(dom)
 
 
 HEAVY = ("litellm", "torch", "sentence_transformers", "pandas", "statsmodels", "numpy", "scipy")  # scipy: in the helper

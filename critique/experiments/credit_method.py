@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from critique.base import rundir
 from critique.base.errors import UserError
 from critique.base.vocab import CREDIT_FULL as FULL, CREDIT_REPEAT as NULL
@@ -106,6 +104,8 @@ def prompts(run, strategy: str, requests: list, vectors: dict) -> None:
 
 
 def _nearest_other(removed: str, kept: list[dict], vectors: dict) -> tuple[float | None, str | None]:
+    import numpy as np
+
     sims = [(float(np.dot(vectors[removed], vectors[o["id"]])), o["id"]) for o in kept
             if removed in vectors and o["id"] in vectors]
     return max(sims) if sims else (None, None)

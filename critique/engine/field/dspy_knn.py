@@ -53,7 +53,8 @@ class DSPyKNN:
         run.learned[self.name] = Learned(knn, items, vectors, dspy_program.signature(run))
         notes = {pool: [{"id": entry_id(i), "text": f"{i.question} -> {i.answer}", "sources": [i.id]} for i in train]
                  for pool, train in pools.items()}  # its memory: the labelled train examples it retrieves from
-        memory.save(run, self.name, notes, {pool: Offline(run, self.name) for pool in pools})
+        share = memory.budget_share(run, pools)  # nothing spent of it: KNNFewShot asks the model nothing offline
+        memory.save(run, self.name, notes, {pool: Offline(run, self.name, budget=share) for pool in pools})
 
     def prompt(self, run, item, vector, exclude: str | None = None):
         learned = run.learned.get(self.name)

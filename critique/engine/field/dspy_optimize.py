@@ -39,8 +39,7 @@ def gepa(dspy, lm, calls: int, student, trainset: list, seed: int):
     held = max(1, min(len(trainset) // 5, calls // 4))
     optimizer = dspy.GEPA(metric=exact_option, max_metric_calls=max(calls, held + 1), reflection_lm=lm,
                           num_threads=1, seed=seed, track_stats=False)
-    return optimizer.compile(student, trainset=trainset[held:] or trainset,
-                             valset=trainset[:held])
+    return optimizer.compile(student, trainset=trainset[held:] or trainset, valset=trainset[:held])
 
 
 def mipro(dspy, lm, calls: int, student, trainset: list, seed: int):
@@ -83,7 +82,8 @@ class Optimized:
 
     async def learn(self, run) -> None:
         dspy_program.module()
-        compiled, offline = await memory.each_pool(run, self.name, lambda items, stage: self._compiled(run, items, stage))
+        compiled, offline = await memory.each_pool(run, self.name,
+                                                   lambda items, stage: self._compiled(run, items, stage))
         programs = {pool: program for pool, (program, _) in compiled.items()}
         notes = {pool: _notes(pool, program, items) for pool, (program, items) in compiled.items()}
         for pool, program in programs.items():

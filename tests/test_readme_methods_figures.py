@@ -1,0 +1,49 @@
+"""The README's shipped comparison of the field's methods (logs/*-methods.toml: the embedded model on mcr-gen,
+pref-gen and control-pos, every method at one train budget) holds the figures that `critique tables logs --format
+json` computes: its table is rebuilt here from the methods table and found in the README, so a change to the logs
+or the analysis that moves one fails until the README says the new one."""
+
+from critique.analysis.render import cell
+from shipped import ROOT
+
+DATASETS = ("mcr-gen", "pref-gen", "control-pos")
+METHODS = ("EP+SEM_CRIT", "ace", "ace:nolabel", "dc", "expel", "dspy:knn", "dspy:mipro", "dspy:gepa", "dspy:simba")
+BUDGET = 30000
+
+
+def _rows(rows: list[dict], dataset: str, method: str) -> dict:
+    """The method's row against each strategy it is compared with (its own figures are the same in each)."""
+    found = [r for r in rows if r["dataset"] == dataset and r["method"] == method and r["model"] == "local/smollm2"]
+    assert found and len({r["accuracy"] for r in found}) == 1, (dataset, method)
+    return {r["against"]: r for r in found}
+
+
+def _against(rows: dict, other: str) -> str:
+    r = rows.get(other)
+    if r is None or r["diff"] is None:
+        return "-"
+    return f"{cell('diff', r['diff'])} ({r['wins']}/{r['losses']}, p {cell('p_holm', r['p_holm'])})"
+
+
+def methods_table(rows: list[dict]) -> str:
+    """The README's comparison: per dataset and method, accuracy, offline tokens and where the budget stopped it,
+    tokens per test question, break-even against EP_LABEL, and the paired tests (Holm) against EP+SEM_CRIT and
+    zero_shot."""
+    lines = ["| dataset | method | accuracy % | offline tokens | stopped | tokens / question | break-even "
+             "| vs EP+SEM_CRIT: points (wins/losses, p Holm) | vs zero_shot |", "|---" * 9 + "|"]
+    for dataset in DATASETS:
+        for method in METHODS:
+            by = _rows(rows, dataset, method)
+            r = next(iter(by.values()))
+            if method != "EP+SEM_CRIT":  # the budget, or each of pref-gen's 10 users' equal share of it
+                assert r["train_budget"] == (BUDGET // 10 if dataset == "pref-gen" else BUDGET), r
+            lines.append(f"| {dataset} | {method} | {cell('accuracy', r['accuracy'])} | "
+                         f"{cell('offline_tokens', r['offline_tokens'])} | {cell('stopped', r['stopped'])} | "
+                         f"{cell('tokens_per_question', r['tokens_per_question'])} | "
+                         f"{cell('break_even', r['break_even'])} | {_against(by, 'EP+SEM_CRIT')} | "
+                         f"{_against(by, 'zero_shot')} |")
+    return "\n".join(lines)
+
+
+def test_the_methods_table(shipped_tables):
+    assert methods_table(shipped_tables["methods"]) in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -19,8 +19,9 @@ demo: setup  ## README command 1: set up, then the demo run on the embedded mode
 test: setup  ## README command 2: the test suite
 	$(BIN)/python -m pytest -q
 
-reproduce: setup  ## every table from the logs shipped in logs/
+reproduce: setup  ## every table from the logs shipped in logs/, then the field's methods' comparison (logs-methods/)
 	$(BIN)/critique tables logs/
+	$(BIN)/critique tables logs-methods/
 
 bench: setup  ## critique tables on a study-scale synthetic log set
 	$(BIN)/python bench/bench_tables.py

@@ -124,13 +124,16 @@ def entry_rows(entries: list[dict], space: list[str], truth: dict) -> list[dict]
 
 
 def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], where: str) -> dict:
-    """Fill each entry's reuse n (REUSE's prompts only: REUSE_NOTE) and its retrievals per strategy (every
-    strategy's) from the counted test predictions; the retrievals per strategy."""
+    """Fill each entry's reuse n (REUSE's prompts only: REUSE_NOTE) and its retrievals per strategy (each of the
+    five's; a field method's notes are audited on their own, analysis.audit_methods) from the counted test
+    predictions; the retrievals per strategy."""
     by_id = {row["id"]: row for row in rows}
     per: dict[str, dict] = {}
     unknown = 0
     for p in predictions:
         strategy, retrieved = p.get("strategy"), p.get("retrieved") or []
+        if strategy not in vocab.STRATEGIES:  # a field method: its notes, audited on their own (audit_methods)
+            continue
         stats = per.setdefault(strategy, {"prompts": 0, "prompts_with_memory": 0, "correct_with_memory": 0,
                                           "retrievals": 0, "entries_reached": set()})
         stats["prompts"] += 1

@@ -16,6 +16,7 @@ import pytest
 
 from critique.base import rundir
 from critique.cli import main
+from test_readme_methods_figures import DATASETS as METHODS_SHIPPED  # the comparisons in logs-methods/
 
 
 def write(path, text):
@@ -308,8 +309,11 @@ def test_example_study_file_is_valid():
     assert len(cells) == len(example.models) * len(example.datasets)
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[1] / "logs").glob("*.toml")),
-                         ids=lambda p: p.name)
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_STUDIES = sorted((ROOT / "logs").glob("*.toml")) + [ROOT / "logs-methods" / f"{d}.toml" for d in METHODS_SHIPPED]
+
+
+@pytest.mark.parametrize("path", SHIPPED_STUDIES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_each_shipped_study_file_is_what_the_shipped_logs_ran(home, path):
     """`critique study logs/X.toml` on a fresh clone has nothing left to do: every run directory it plans
     is shipped and complete, with the file's settings."""

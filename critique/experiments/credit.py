@@ -30,6 +30,10 @@ Resumable and cached like every run.
 the instruction CITE_INSTRUCTION is added after the template's text, so without --cite the prompts are
 the templates' own, with the source run's request hashes). Field ``cited``: the entry ids named.
 
+A field method's notes (``--strategy ace``, ``dc``, ``expel``, ``dspy:...``; ``--on test`` or ``test-half``) are
+credited the same way, each test prompt of the method asked without each note it showed: the memory is rebuilt
+from the source run's calls first (critique.experiments.credit_method).
+
 Null control (``--null N``): N full prompts, a seeded sample, are asked again of the model itself
 (never the response cache, a matching run nor the log: critique.engine.policy.REPEAT): how often the provider flips
 an identical prompt by itself.
@@ -85,8 +89,6 @@ def half_of(user: str | None, item_id: str, seed: int) -> int:
     from critique.datasets.subsets import seeded_rank
 
     return int(seeded_rank(seed, user, item_id)[:2], 16) & 1
-
-
 
 
 # ---- the plan: prompts and requests --------------------------------------------------------------
@@ -298,15 +300,15 @@ def plan(run, source: dict, strategy: str, on: str, cite: bool, null: int) -> di
                            "its source prediction")
         cases = credit_method.cases(run, source, strategy, answers, skipped, Case)
         todo = credit_method.requests(run, cases, strategy, vectors, null, Request, without)
-    elif source.get("stream"):
-        vectors = credit_stream.vectors(run, source["entries"])
-        steps = credit_stream.steps(source)
-        cases = credit_stream.cases(source, answered(run, steps, half, skipped, "its step"), skipped, Case)
     else:
-        vectors = entry_vectors(source["path"] / rundir.MEMORY, source["entries"], lambda: run.encoder)
-        cases = train_cases(run, source, strategy, vectors, skipped) if on == "train" else \
-            test_cases(run, source, strategy, half, skipped)
-    if not source.get("method"):
+        if source.get("stream"):
+            vectors = credit_stream.vectors(run, source["entries"])
+            steps = credit_stream.steps(source)
+            cases = credit_stream.cases(source, answered(run, steps, half, skipped, "its step"), skipped, Case)
+        else:
+            vectors = entry_vectors(source["path"] / rundir.MEMORY, source["entries"], lambda: run.encoder)
+            cases = train_cases(run, source, strategy, vectors, skipped) if on == "train" else \
+                test_cases(run, source, strategy, half, skipped)
         todo = requests(run, cases, strategy, vectors, cite, null)
     mismatched = [r.case.item.id for r in todo
                   if r.strategy == FULL and r.case.source_hash and not cite and r.hash != r.case.source_hash]

@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from critique.analysis.tabular import Table
-
-SHARED_POOL = "all"  # the one pool of a dataset that is not preference data (critique.engine.memory.episodic.ALL)
+from critique.base.ids import pool_of
 STAGE_NOTE = ("a field method's offline stage per pool (memory/METHOD.json): its calls and their prompt + completion "
               "tokens, --train-budget (the pool's share), why it stopped (- : it went to its end), the steps whose "
               "reply it could not use; its test prompts and how many were answered right (errors count wrong)")
@@ -27,7 +26,7 @@ def audit(path: Path, predictions: list[dict], problems: list[str]) -> list[dict
     for name, document in sorted(learned(path, problems).items()):
         mine = [r for r in predictions if r.get("strategy") == name]
         for pool, record in sorted(document["pools"].items()):
-            asked = [r for r in mine if (r.get("user") or SHARED_POOL) == pool]
+            asked = [r for r in mine if pool_of(r.get("user")) == pool]
             out.append({"method": name, "pool": pool, "offline_calls": record.get("offline_calls"),
                         "offline_tokens": record.get("offline_tokens"), "train_budget": record.get("train_budget"),
                         "stopped": record.get("stopped"), "skipped": len(record.get("skipped") or []),
@@ -56,19 +55,15 @@ def stage_table(audit_: dict) -> Table:
 
 def notes_table(audit_: dict, limit: int) -> Table | None:
     """Every note (the first ``limit`` of each method and pool; 0: all), or None when no method kept one."""
+    from critique.analysis.render import short
     columns = ["method", "pool", "note", "text", "sources", "shown", "right"]
     rows, left = [], 0
     for m in audit_["methods"]:
         notes = m["notes"] if limit <= 0 else m["notes"][:limit]
         left += len(m["notes"]) - len(notes)
-        rows += [dict(zip(columns, [m["method"], m["pool"], n["id"], _short(n["text"]), len(n["sources"]),
+        rows += [dict(zip(columns, [m["method"], m["pool"], n["id"], short(n["text"], 80), len(n["sources"]),
                                     n["shown"], n["right"]])) for n in notes]
     if not rows:
         return None
     more = f"; {left} more in --format json" if left else ""
     return Table("method_notes", "The field's methods: each note and its use", columns, rows, note=NOTES_NOTE + more)
-
-
-def _short(text, width: int = 80) -> str:
-    flat = " ".join(str(text or "").split())
-    return flat if len(flat) <= width else flat[:width - 3] + "..."

@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 
 from critique.analysis.echo_stats import REUSE_NOTE, count_entries
+from critique.analysis.render import short
 from critique.analysis.tabular import Table
 
 NOTES = {
@@ -128,11 +129,6 @@ def _similarity(row: dict) -> str:
     return f"{s['mean']:.3f} ({s['min']:.3f}-{s['max']:.3f})"
 
 
-def _short(text, width: int = 60) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= width else text[:width - 3] + "..."
-
-
 def _shown(value) -> str:
     return "?" if value is None else str(value)
 
@@ -158,7 +154,7 @@ def entries_table(audit: dict, limit: int) -> Table:
         ] + ([r["flipped"]] if truth else [])
         reuse = [r["reuse"].get(s) or {"n": 0, "correct": 0} for s in strategies]
         values += [r["n"], r["correct"]] + [f"{x['n']} ({x['correct']})" for x in reuse]
-        values += [_similarity(r), _short(r["critique"].get("correct_answer"))]
+        values += [_similarity(r), short(r["critique"].get("correct_answer"))]
         rows.append(dict(zip(columns, [_shown(v) for v in values])))
     more = f"; {len(ranked) - len(shown)} more entries in --format json" if len(shown) < len(ranked) else ""
     return Table("entries", f"Entries, most reused first ({len(shown)} of {len(ranked)})", columns, rows,
@@ -191,7 +187,7 @@ def semantic_table(audit: dict) -> Table:
             rows.append(dict(zip(columns, [pool["pool"], pool["note"], "-", "-", "-", "-"])))
         for line in pool["lines"]:
             sources = str(line["sources"]) + (" cited" if line["traced"] == "cited" else " (chunk)")
-            rows.append(dict(zip(columns, [pool["pool"], _short(line["text"], 100), sources,
+            rows.append(dict(zip(columns, [pool["pool"], short(line["text"], 100), sources,
                                            str(line["wrong_verdict"]), str(line["assertion_mismatch"]),
                                            str(line["unknown_verdict"])])))
         if pool["format"] == "advice" and pool["lines"]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from critique.analysis import logs
 from critique.analysis.methods import learned
-from critique.base.ids import version_entries
+from critique.base.ids import SHARED_POOL, version_entries
 from critique.base.truth import initial_right
 from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_PRUNE, CREDIT_REPEAT as NULL, \
     CREDIT_WITHOUT as WITHOUT, STREAM
@@ -54,8 +54,8 @@ def read(credit_dir: Path, source_dir: Path | None = None) -> dict:
                          f"{probe.get('source_run_id')}")
     if (source_manifest.get("probe") or {}).get("name") == STREAM:  # a stream: the note versions it showed
         entries = version_entries(logs.records(source, logs.NOTES))
-    elif probe.get("strategy") in learned(source, []):  # a field method: its notes (analysis.methods)
-        entries = method_notes(learned(source, [])[probe["strategy"]])
+    elif probe.get("strategy") in (methods := learned(source, [])):  # a field method: its notes (analysis.methods)
+        entries = method_notes(methods[probe["strategy"]])
     else:
         entries = logs.memory(source) or []
     predictions = logs.predictions(credit_dir, (CREDIT, CREDIT_NULL))
@@ -67,7 +67,7 @@ def read(credit_dir: Path, source_dir: Path | None = None) -> dict:
 
 def method_notes(document: dict) -> list[dict]:
     """A field method's notes as the credit rows' entries (their pool as the user; no item, no initial answer)."""
-    return [{"id": note["id"], "user": None if pool == "all" else pool, "item_id": None, "method_note": True}
+    return [{"id": note["id"], "user": None if pool == SHARED_POOL else pool, "item_id": None, "method_note": True}
             for pool, record in sorted(document["pools"].items()) for note in record.get("notes") or []]
 
 

@@ -21,6 +21,12 @@ VIEW_FORMATS = {"table3": ",.0f"}  # the wide view of Table 3 holds tokens, not 
 DEFAULT_FORMAT = ".1f"
 
 
+def short(text, width: int = 60) -> str:
+    """A text on one line, cut to ``width`` characters (an ellipsis says where)."""
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def cell(column: str, value, default: str = DEFAULT_FORMAT, formats: dict | None = None) -> str:
     """A value as a reader sees it; `formats`: a table's own formats of some columns."""
     chosen = (formats or {}).get(column) or FORMATS.get(column)

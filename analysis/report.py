@@ -100,8 +100,9 @@ def plot_suggestibility(result: Result):
         sugg = [r for r in sugg if (r["attribution"] or "") == (claim.get("attribution") or "")]
     suggestible = {(r["model"], r["dataset"]): r["suggestibility"] for r in sugg if r["suggestibility"] is not None}
     accuracy = points(acc)
-    pairs = {baseline: [(p, s, gains(accuracy, vocab.BEST, baseline)[p]) for p, s in suggestible.items()
-                        if p in gains(accuracy, vocab.BEST, baseline)] for baseline in vocab.BASELINES}
+    gained = {baseline: gains(accuracy, vocab.BEST, baseline) for baseline in vocab.BASELINES}
+    pairs = {baseline: [(p, s, gain[p]) for p, s in suggestible.items() if p in gain]
+             for baseline, gain in gained.items()}
     points_ = {p for both in pairs.values() for p, _, _ in both}
     if not points_:
         return None, f"no (model, dataset) point has both suggestibility and the {vocab.BEST} gain"

@@ -3,6 +3,13 @@ probes that read them (the analysis may not import critique.engine)."""
 
 from __future__ import annotations
 
+SHARED_POOL = "all"  # the memory pool of data that is not preference data (one pool per user otherwise)
+
+
+def pool_of(user: str | None) -> str:
+    """The memory pool of a user's item: the user, or SHARED_POOL."""
+    return user if user else SHARED_POOL
+
 
 def entry_id(user: str | None, item_id: str) -> str:
     """USER/ITEM_ID for preference data (a user), ITEM_ID otherwise."""

@@ -25,10 +25,10 @@ def module():
     return dspy
 
 
-def signature(run, instructions: str | None = None):
-    """``question -> answer`` with the run's task (or ``instructions``) and the answer space as the answer's type."""
+def signature(run):
+    """``question -> answer`` with the run's task as its instructions and the answer space as the answer's type."""
     dspy = module()
-    return dspy.Signature("question -> answer", instructions=instructions or str(run.task)).with_updated_fields(
+    return dspy.Signature("question -> answer", instructions=str(run.task)).with_updated_fields(
         "answer", type_=Literal[tuple(run.space)])
 
 

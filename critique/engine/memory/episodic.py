@@ -13,14 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from critique.base import rundir
+from critique.base.ids import SHARED_POOL as ALL, pool_of  # noqa: F401  (one definition; the engine's names)
 from critique.base.rundir import read_jsonl
 
 ENTRIES = "episodic.jsonl"
-ALL = "all"
-
-
-def pool_of(user: str | None) -> str:
-    return user if user else ALL
 
 
 def entry_id(item) -> str:

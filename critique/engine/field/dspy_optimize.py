@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from critique.base import rundir
 from critique.engine.field import dspy_lm, dspy_program, memory
 from critique.engine.field.offline import BUDGET, Offline
 from critique.engine.memory.episodic import Retrieved
@@ -88,7 +89,8 @@ class Optimized:
         notes = {pool: _notes(pool, program, items) for pool, (program, items) in compiled.items()}
         for pool, program in programs.items():
             if program is not None:
-                program.save(str(self.program_file(run.out, pool)))
+                # DSPy's own state of the program, written (redacted) by the one writer of the run directory
+                rundir.write_json_atomic(self.program_file(run.out, pool), program.dump_state())
         vectors = {pool: memory.encoded(run, mine) for pool, mine in notes.items()}
         ids = {pool: {item.question: item.id for item in items} for pool, (_, items) in compiled.items()}
         run.learned[self.name] = Learned(programs, notes, vectors, ids, offline)

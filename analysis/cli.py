@@ -8,9 +8,9 @@ helper process (see analysis.stats), and matplotlib only for the report.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from critique.analysis.analyse import Analysis, analyse  # noqa: F401 - Analysis: what run_tables/run_report read
 from critique.base.rundir import write_text_atomic
 
 TABLES_HELP = "print every table and headline claim of the study that the given runs allow"
@@ -52,6 +52,9 @@ def register(sub) -> None:
     add_inputs(tables)
     tables.add_argument("--format", choices=("markdown", "json"), default="markdown")
     tables.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+    from critique.analysis import mlflow_log
+
+    mlflow_log.add_option(tables)
     tables.set_defaults(func=run_tables)
     report = sub.add_parser("report", help=REPORT_HELP, description=REPORT_HELP, epilog=EPILOG,
                             formatter_class=formatter)
@@ -62,124 +65,6 @@ def register(sub) -> None:
 
     export.register(sub)
     audit.register(sub)
-
-
-@dataclass
-class Analysis:
-    result: object  # tables.Result of the main input
-    heading: str
-    inputs: dict
-    published: object | None = None  # tables.Result of the CSVs when logs are compared with them
-    inference: object | None = None  # items.Inference, with --inference
-    extra: list = field(default_factory=list)  # comparison tables
-    problems: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-
-
-def _user_error(message: str) -> Exception:
-    from critique.base.errors import UserError
-
-    return UserError(message)
-
-
-def _logs_heading(logs) -> str:
-    from critique.analysis.read import model_label, plain
-
-    runs = logs.runs
-    points = {(model_label(r), r["dataset"]) for r in runs if plain(r)}
-    models, datasets = len({r["model"] for r in runs}), len({r["dataset"] for r in runs})
-    return (f"From {len(runs)} run director{'y' if len(runs) == 1 else 'ies'} (listed under Inputs): {models} "
-            f"model{'' if models == 1 else 's'}, {datasets} dataset{'' if datasets == 1 else 's'}, {len(points)} "
-            f"(model, dataset) point{'' if len(points) == 1 else 's'} with plain runs; "
-            f"{logs.records('predictions'):,} predictions, {logs.records('calls'):,} critique and summary calls.")
-
-
-def analyse(args) -> Analysis:
-    """Read the inputs named by `args` and build every table."""
-    csvs = {"results": args.results, "suggestibility": args.suggestibility, "costs": args.costs}
-    if not args.runs and not any(csvs.values()):
-        raise _user_error("nothing to analyse: give run directories and/or --results/--suggestibility/--costs "
-                          "CSV files (see `critique tables -h`)")
-    if getattr(args, "inference", False) and not args.runs:
-        raise _user_error("--inference needs run directories (item-level data); per-cell CSV numbers have none")
-    from critique.analysis import stats
-
-    found = ahead = None
-    if args.runs and getattr(args, "inference", False):  # the helper works out the item-level tables meanwhile
-        from critique.analysis import items, read
-
-        found = read.found(args.runs, args.allow_mixed)
-        ahead = (items.compute, (found[0],))
-    stats.start_helper(ahead)  # scipy.stats loads in a helper process while this one reads and counts
-    pending = None
-    if args.runs:  # start reading the logs first: workers read while scipy loads in the helper
-        from critique.analysis import read
-
-        pending = read.start(args.runs, allow_mixed=args.allow_mixed, workers=args.workers, found_=found)
-    from critique.analysis import cells as cells_mod, csv_input, tables
-
-    problems: list[str] = []
-    errors: list[str] = []
-    inputs = {"runs": list(args.runs), **{k: v for k, v in csvs.items() if v}}
-    csv_result = None
-    if any(csvs.values()):
-        csv_cells = csv_input.read_cells(**csvs, errors=errors, problems=problems)
-        csv_result = tables.build(csv_cells)
-    if not args.runs:
-        if all(t.skipped for t in csv_result.tables):
-            raise _user_error("no usable CSV input: " + "; ".join(errors or ["every table is empty"]))
-        heading = "From per-cell CSV numbers: " + ", ".join(f"{k} = {v}" for k, v in csvs.items() if v) + "."
-        return Analysis(csv_result, heading, inputs, problems=problems, errors=errors)
-    from critique.analysis.load import wait
-
-    logs = wait(pending)
-    problems.extend(logs.problems)
-    errors.extend(logs.errors)
-    if not logs.runs:
-        raise _user_error("no readable run directory among the inputs: " + "; ".join(errors or logs.problems))
-    cells = cells_mod.from_logs(logs)
-    result = tables.build(cells)
-    from critique.analysis import echo
-
-    result.tables.extend(echo.tables(logs.runs, cells, problems))  # per run: its memory and predictions
-    from critique.analysis import gate
-
-    result.tables.append(gate.table(logs.runs, problems))  # the retrieval gate's sweep (critique ablate gate)
-    from critique.analysis import credit, deinflate, overturn
-
-    result.tables.extend(credit.tables(logs.runs, problems))  # critique credit's runs and their pruning runs
-
-    if any(m.get("probe") == "deinflate" for m in logs.runs):  # critique deinflate's arms
-        result.tables.append(deinflate.table(logs.runs, problems))
-    if any(m.get("probe") == "overturn" for m in logs.runs):  # critique probe overturn
-        result.tables.append(overturn.table(logs.runs, problems))
-    if any(m.get("probe") == "stream" for m in logs.runs):  # critique stream: the online tables
-        from critique.analysis import online
-
-        result.tables.extend(online.tables([m for m in logs.runs if m.get("probe") == "stream"], problems))
-    from critique.analysis import methods
-
-    result.tables.extend(methods.tables(logs.runs, problems))  # the field's methods beside ours
-    from critique.analysis.read import describe
-
-    inputs["experiments"] = describe(logs.runs)
-    analysis = Analysis(result, _logs_heading(logs), inputs, problems=problems, errors=errors)
-    if getattr(args, "inference", False):
-        from critique.analysis import items
-
-        try:
-            data = stats.call(items.finish, items.table2_p(result), items.c4_points(cells, result))
-        except Exception as exc:  # noqa: BLE001 - the paper's tables stand; the item-level ones are left out
-            errors.append(f"the item-level inference failed ({exc}); its tables are left out")
-        else:
-            errors.extend(e for e in data.get("errors", []) if e not in errors)
-            analysis.inference = items.tables(data, result)
-    if csv_result is not None:
-        analysis.published = csv_result
-        analysis.extra = tables.comparison(result, csv_result)
-        analysis.heading += (" Compared with per-cell CSV numbers: "
-                             + ", ".join(f"{k} = {v}" for k, v in csvs.items() if v) + ".")
-    return analysis
 
 
 def report_problems(analysis: Analysis) -> int:
@@ -212,6 +97,10 @@ def run_tables(args) -> int:
     finally:
         stats.stop_helper()  # no helper process outlives the command (a library caller's process goes on)
     write(text, args.output)
+    if args.mlflow is not None and args.runs:
+        from critique.analysis import mlflow_log
+
+        mlflow_log.log_and_say(args.runs, args.mlflow)
     return report_problems(analysis)
 
 

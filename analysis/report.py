@@ -271,6 +271,6 @@ def html_page(result: Result, heading: str, extra: list[Table], problems: list[s
 
 
 def html_report(analysis) -> str:
-    """The report of an `analysis.cli.Analysis`."""
+    """The report of an `analysis.analyse.Analysis`."""
     return html_page(analysis.result, analysis.heading, analysis.extra, analysis.problems, analysis.errors,
                      analysis.inputs.get("experiments"), analysis.inference)

@@ -211,6 +211,18 @@ class Learner:
         done = self._answer(found, list(strategies), vocab.TEST)
         return {name: evaluation(name, [done[(name, i.user, i.id)] for i in found]) for name in strategies}
 
+    def log_mlflow(self, tracking_uri: str | None = None, scores: dict[str, Evaluation] | None = None) -> str:
+        """Log this Learner's folder as one MLflow run (settings, manifest, memory; ``scores`` from ``evaluate``
+        as metrics ``evaluate/accuracy/<strategy>`` with its interval and n) and return its run id; logging again
+        adds to the same MLflow run. Needs ``pip install critique[mlflow]``."""
+        from critique.analysis import mlflow_log
+
+        extra = {f"evaluate/{name}/{s.strategy}": value for s in (scores or {}).values()
+                 for name, value in (("accuracy", s.accuracy), ("low", s.low), ("high", s.high), ("n", s.n))
+                 if value is not None}
+        ((_, run_id, _),) = mlflow_log.log_runs([self.out], tracking_uri, extra)
+        return run_id
+
     def _answer(self, items: list[Item], strategies: list[str], stage: str) -> dict[tuple, dict]:
         """(strategy, user, item id) -> the record of each item answered with each strategy, in ``stage``
         (predict: no label; test: judged against the item's label)."""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
+
+from critique.base.errors import UserError
 
 
 def register(sub) -> None:
@@ -26,11 +29,32 @@ def register(sub) -> None:
     download.add_argument("--to", help="raw folder (default: $CRITIQUE_RAW_DIR or ~/.cache/critique/raw)")
     download.add_argument("--mirror", help="base URL that replaces https://raw.githubusercontent.com")
     download.set_defaults(func=_download)
+    imported = actions.add_parser(
+        "import", help="a Hugging Face dataset (hf:NAME[:CONFIG]) or local Parquet/CSV/JSON files or a saved "
+                       "dataset folder (hf:./path), written as a dataset folder; --dataset hf:... then reads it")
+    imported.add_argument("source", metavar="hf:SOURCE")
+    for role, what in (("question", "the question (default: the first of question, text, sentence, input, "
+                                    "prompt)"),
+                       ("label", "the label (default: the first of label, answer, output, labels)"),
+                       ("id", "each row's id (default: <split>-<row>)"),
+                       ("user", "the user (preference data, one memory per user; default: none)")):
+        imported.add_argument(f"--{role}", metavar="COLUMN", help=f"the column that holds {what}")
+    imported.add_argument("--task", help="the instruction shown before each question (default: one naming the "
+                                         "question column and the labels)")
+    imported.add_argument("--train-split", help="the split to learn from (default: train)")
+    imported.add_argument("--test-split", help="the split to answer (default: test, else validation; with "
+                                               "neither, a seeded part of the train split)")
+    imported.add_argument("--test-fraction", type=float, help="with one split: the fraction of its rows "
+                                                              "that is test (default 0.5)")
+    imported.add_argument("--seed", type=int, help="with one split: the seed of the split (default 0)")
+    imported.add_argument("--columns", metavar="FILE", help="a mapping file (TOML or JSON) with any of the keys "
+                          "question, label, id, user, task, train_split, test_split, test_fraction, seed; an "
+                          "option given beside it wins")
+    imported.add_argument("--out", help="data folder (default: $CRITIQUE_DATA_DIR or ~/.cache/critique/datasets)")
+    imported.set_defaults(func=_import)
 
 
 def _names(name: str, known) -> list[str]:
-    from critique.base.errors import UserError
-
     if name == "all":
         return sorted(known)
     if name not in known:
@@ -100,6 +124,27 @@ def _list(args) -> int:
         built = (folder / CARD).exists()
         size = sizes(folder) if built else ("generated on first use" if spec.generated else "-")
         print(f"{name:16s} {spec.task:38s} {'/'.join(spec.answer_space):9s} {'yes' if built else 'no':6s} {size}")
+    return 0
+
+
+def _import(args) -> int:
+    from critique.base.command import command
+    from critique.datasets import hub
+    from critique.datasets.registry import data_dir
+
+    if not hub.is_hub(args.source):
+        raise UserError(f"{args.source!r}: give hf:NAME[:CONFIG] or hf:./path")
+    columns = hub.Columns.from_file(args.columns) if args.columns else hub.Columns()
+    columns = columns.given(question=args.question, label=args.label, id=args.id, user=args.user, task=args.task,
+                            train_split=args.train_split, test_split=args.test_split,
+                            test_fraction=args.test_fraction, seed=args.seed)
+    out = data_dir(args.out) / hub.folder_name(args.source)
+    dataset = hub.import_dataset(args.source, out, columns, command=shlex.join(command() or []))
+    print(f"imported {args.source}: {len(dataset.train)} train / {len(dataset.test)} test, answers "
+          f"{'/'.join(dataset.card.answer_space)} -> {out}")
+    for line in dataset.card.extra.get("summary") or []:
+        print(f"  {line}")
+    print(f"use it with --dataset {args.source}" + (f" --data-dir {args.out}" if args.out else ""))
     return 0
 
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from critique.analysis import mlflow_log
 from critique.cli.options import add_run_options, config_from_args
 
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="train stage + test stage for one dataset and one model")
     add_run_options(p)
+    mlflow_log.add_option(p)
     p.set_defaults(func=main)
 
 
@@ -26,6 +28,8 @@ def main(args) -> int:
     outcome, _ = execute_run(config, out, progress=not args.quiet, setup=say_cost)
     print_table(out)
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
+    if args.mlflow is not None:
+        mlflow_log.log_and_say([out], args.mlflow)
     return report_errors([out])
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from critique.analysis import mlflow_log
+
 
 def register(sub) -> None:
     study = sub.add_parser("study", help="a grid of models x datasets (runs, probes, ablations) from a TOML file")
@@ -12,6 +14,7 @@ def register(sub) -> None:
     study.add_argument("--scheduler", help="address of a dask scheduler or ray cluster (with --backend dask|ray)")
     study.add_argument("--out", help="parent folder of the run directories (default: the file's out)")
     study.add_argument("--dry-run", action="store_true", help="list the cells and their state, call nothing")
+    mlflow_log.add_option(study)
     study.set_defaults(func=main)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from critique.base.paths import data_dir, raw_dir  # noqa: F401  (raw_dir: where the builders read)
-from critique.datasets import controls, mcr, mcr_gen, nfcorpus, pref_gen, preference, pubmed
+from critique.datasets import controls, hub, mcr, mcr_gen, nfcorpus, pref_gen, preference, pubmed
 from critique.datasets.splits import CARD, Dataset, DatasetError, load_dataset
 
 
@@ -52,7 +52,11 @@ for _name, _task, _space, _build, _raw in [
 
 
 def resolve(name_or_path: str, data: str | Path | None = None) -> Dataset:
-    """A dataset folder, or a registered name (generated datasets are built on first use)."""
+    """A dataset folder, a registered name (generated datasets are built on first use), or hf:NAME[:CONFIG] /
+    hf:./path (imported on first use, its columns found by their usual names: critique.datasets.hub)."""
+    if hub.is_hub(name_or_path):
+        built = data_dir(data) / hub.folder_name(name_or_path)
+        return load_dataset(built) if (built / CARD).exists() else hub.import_dataset(name_or_path, built)
     path = Path(name_or_path)
     if path.is_dir():
         return load_dataset(path)

@@ -242,4 +242,8 @@ def main(args) -> int:
         f"{sum(r['calls'] for r in results)} LLM calls made. Tables: critique tables {study.out}")
     for r in failed:
         say(f"  {r['status']}: {r['label']}" + (f": {r['error']}" if r["error"] else ""))
+    if getattr(args, "mlflow", None) is not None:
+        from critique.analysis import mlflow_log
+
+        mlflow_log.log_and_say([study.out], args.mlflow)
     return 1 if failed else 0

@@ -1,0 +1,257 @@
+"""Datasets from Hugging Face (`hf:NAME[:CONFIG]`) and from local Parquet, CSV or JSON files (`hf:./path`),
+loaded through the `datasets` library and written as a dataset folder in the usual format, so that everything
+downstream reads them as it reads the project's own.
+
+Which column holds what is said by `Columns` (options of `critique datasets import`, or a small TOML or JSON
+mapping file). The answer space is the label column's class names when it has them, else its distinct values.
+The train and test splits are the dataset's own ("train", and "test" or else "validation") unless others are
+named; a dataset with one split is cut into two with a seeded shuffle (per user for preference data). A test row
+whose question is also a train question is left out and counted. Every problem names the split, the row and
+the column.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+import tomllib
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from critique.datasets.splits import DatasetCard, DatasetError, Item, check_user, write_dataset
+
+PREFIX = "hf:"
+QUESTION_COLUMNS = ("question", "text", "sentence", "input", "prompt")
+LABEL_COLUMNS = ("label", "answer", "output", "labels")
+TEST_SPLITS = ("test", "validation")
+DATA_FILES = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which column is what, and how the splits are made. None: found by its usual names."""
+
+    question: str | None = None
+    label: str | None = None
+    id: str | None = None
+    user: str | None = None
+    task: str | None = None
+    train_split: str | None = None
+    test_split: str | None = None
+    test_fraction: float = 0.5
+    seed: int = 0
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Columns":
+        """A mapping file: TOML (`question = "text"`) or JSON (`{"question": "text"}`), keys as the fields."""
+        path = Path(path)
+        text = path.read_text(encoding="utf-8")
+        try:
+            record = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise DatasetError(f"{path}: not a valid mapping file ({exc})") from None
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(record) - known)
+        if unknown:
+            raise DatasetError(f"{path}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        return cls(**record)
+
+    def given(self, **values) -> "Columns":
+        """These columns with the values that are not None put in."""
+        return replace(self, **{k: v for k, v in values.items() if v is not None})
+
+
+def is_hub(source: str) -> bool:
+    return str(source).startswith(PREFIX)
+
+
+def parse_source(source: str) -> tuple[str, str | None]:
+    """(name or local path, config) of `hf:NAME[:CONFIG]` or `hf:./path`."""
+    rest = source[len(PREFIX):]
+    if not rest:
+        raise DatasetError(f"{source!r}: give a dataset after hf: (hf:NAME[:CONFIG] or hf:./path)")
+    if Path(rest).exists() or rest.startswith((".", "/", "~")):
+        return rest, None
+    name, _, config = rest.partition(":")
+    return name, config or None
+
+
+def folder_name(source: str) -> str:
+    """The data folder's name for a source: hf-<name>[-<config>], in characters a folder name takes."""
+    name, config = parse_source(source)
+    text = Path(name).expanduser().resolve().name if _is_local(name) else name.replace("/", "--")
+    if config:
+        text += f"-{config}"
+    return "hf-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def _is_local(name: str) -> bool:
+    return Path(name).expanduser().exists() or name.startswith((".", "/", "~"))
+
+
+def load_splits(source: str) -> dict:
+    """The dataset's splits, as `datasets.Dataset`s by split name."""
+    import datasets  # the `datasets` library: heavy, so imported only here
+
+    name, config = parse_source(source)
+    path = Path(name).expanduser()
+    try:
+        if path.is_file():
+            loaded = datasets.load_dataset(_file_kind(path), data_files=str(path))
+        elif (path / "dataset_dict.json").exists() or (path / "dataset_info.json").exists():
+            loaded = datasets.load_from_disk(str(path))
+        elif _is_local(name) and not path.exists():
+            raise DatasetError(f"{source}: no such file or folder")
+        else:
+            loaded = datasets.load_dataset(str(path) if path.exists() else name, config)
+    except DatasetError:
+        raise
+    except Exception as exc:  # the library's own errors: no network, no such dataset, a bad file
+        raise DatasetError(f"{source}: the datasets library could not load it: {type(exc).__name__}: {exc}") \
+            from None
+    return {"train": loaded} if isinstance(loaded, datasets.Dataset) else dict(loaded)
+
+
+def _file_kind(path: Path) -> str:
+    kind = DATA_FILES.get(path.suffix.lower())
+    if kind is None:
+        raise DatasetError(f"{path}: not a Parquet, CSV or JSON file (known endings: {', '.join(DATA_FILES)})")
+    return kind
+
+
+def import_dataset(source: str, out: str | Path, columns: Columns = Columns(), command: str = ""):
+    """Load `source` and write it as the dataset folder `out` (all or nothing); the written Dataset."""
+    splits = load_splits(source)
+    first = next(iter(splits.values()))
+    columns = _columns_found(source, first.column_names, columns)
+    space, to_label = _answer_space(source, splits, columns.label)
+    rows = {split: _items(source, split, table, columns, to_label) for split, table in splits.items()}
+    train, test, made = _train_test(source, rows, columns)
+    asked = {(item.user, item.question) for item in train}
+    kept = [item for item in test if (item.user, item.question) not in asked]
+    card = DatasetCard(
+        name=folder_name(source), task=columns.task or _default_task(columns.question, space), answer_space=space,
+        kind="preference" if columns.user else "single", source=source, license=_license(source, first),
+        version=str(first.info.version or ""), seed=columns.seed if made else None,
+        build_command=command or f"critique datasets import {shlex.quote(source)}",
+        description=(first.info.description or "").strip(),
+        extra={"hub": {"columns": {f.name: getattr(columns, f.name) for f in fields(columns)},
+                       "splits": made or {"train": columns.train_split, "test": columns.test_split}},
+               "summary": _summary(train, kept, len(test) - len(kept), made)})
+    return write_dataset(out, card, train, kept)
+
+
+def _columns_found(source: str, names: list[str], columns: Columns) -> Columns:
+    """`columns` with the question and label columns found by their usual names where not given; every named
+    column checked."""
+    found = {"question": columns.question or _first_of(QUESTION_COLUMNS, names),
+             "label": columns.label or _first_of(LABEL_COLUMNS, names)}
+    for role, usual in (("question", QUESTION_COLUMNS), ("label", LABEL_COLUMNS)):
+        if found[role] is None:
+            raise DatasetError(f"{source}: no {role} column found (looked for {', '.join(usual)}; columns: "
+                               f"{', '.join(names)}); name it with --{role} COLUMN")
+    columns = replace(columns, **found)
+    for role in ("question", "label", "id", "user"):
+        name = getattr(columns, role)
+        if name is not None and name not in names:
+            raise DatasetError(f"{source}: no column {name!r} for the {role} (columns: {', '.join(names)})")
+    return columns
+
+
+def _first_of(candidates, names) -> str | None:
+    return next((c for c in candidates if c in names), None)
+
+
+def _answer_space(source: str, splits: dict, label: str):
+    """The labels (the column's class names, else its distinct values in sorted order) and a function from a
+    cell to its label (None: no label)."""
+    feature = next(iter(splits.values())).features.get(label)
+    names = getattr(feature, "names", None)
+    if names:
+        def class_name(value):
+            return names[value] if isinstance(value, int) and 0 <= value < len(names) else None
+        return [str(n) for n in names], class_name
+    values = sorted({str(v) for table in splits.values() for v in table[label] if v is not None})
+    if len(values) < 2:
+        raise DatasetError(f"{source}: the label column {label!r} holds {len(values)} distinct value(s); a task "
+                           f"needs two or more")
+    return values, lambda value: None if value is None else str(value)
+
+
+def _items(source: str, split: str, table, columns: Columns, to_label) -> list[Item]:
+    items = []
+    for row, record in enumerate(table):
+        where = f"{source} split {split!r} row {row}"
+        question, label = record[columns.question], to_label(record[columns.label])
+        if question is None or not str(question).strip():
+            raise DatasetError(f"{where}: column {columns.question!r} (the question) is empty")
+        if label is None:
+            raise DatasetError(f"{where}: column {columns.label!r} (the label) holds {record[columns.label]!r}, "
+                               f"not a label (an unlabeled split? name others with --train-split/--test-split)")
+        item_id = f"{split}-{row}" if columns.id is None else str(record[columns.id])
+        user = check_user(str(record[columns.user]), f"{where}: column {columns.user!r}") if columns.user else None
+        items.append(Item(item_id, str(question), label, user, {"split": split, "row": row}))
+    return items
+
+
+def _train_test(source: str, rows: dict, columns: Columns):
+    """(train, test, how they were made: None when they are the dataset's own splits)."""
+    train_split = columns.train_split or ("train" if "train" in rows else None)
+    test_split = columns.test_split or next((s for s in TEST_SPLITS if s in rows and s != train_split), None)
+    for role, split in (("train", columns.train_split), ("test", columns.test_split)):
+        if split is not None and split not in rows:
+            raise DatasetError(f"{source}: no {role} split {split!r} (splits: {', '.join(rows)})")
+    if train_split and test_split:
+        return rows[train_split], rows[test_split], None
+    if not 0 < columns.test_fraction < 1:
+        raise DatasetError(f"{source}: test_fraction must be in (0, 1), not {columns.test_fraction!r}")
+    pool = rows[train_split] if train_split else [item for items in rows.values() for item in items]
+    train, test = _seeded_split(pool, columns.test_fraction, columns.seed)
+    return train, test, {"from": train_split or sorted(rows), "test_fraction": columns.test_fraction,
+                         "seed": columns.seed}
+
+
+def _seeded_split(items: list[Item], fraction: float, seed: int) -> tuple[list[Item], list[Item]]:
+    """A seeded shuffle cut in two, per user, keeping each part in the rows' order."""
+    train, test = [], []
+    for user in sorted({i.user for i in items}, key=str):
+        mine = [i for i in items if i.user == user]
+        order = list(range(len(mine)))
+        random.Random(f"{seed}:{user}").shuffle(order)
+        chosen = set(order[:round(len(mine) * fraction)])
+        train.extend(i for n, i in enumerate(mine) if n not in chosen)
+        test.extend(i for n, i in enumerate(mine) if n in chosen)
+    return train, test
+
+
+def _license(source: str, table) -> str:
+    """The license the dataset's info or its card (README.md front matter) gives, or ''."""
+    if table.info.license:
+        return str(table.info.license)
+    name, _ = parse_source(source)
+    path = Path(name).expanduser()
+    readme = (path if path.is_dir() else path.parent) / "README.md"
+    if _is_local(name) and not readme.exists():
+        return ""
+    try:
+        from huggingface_hub import DatasetCard as HubCard
+
+        card = HubCard.load(str(readme) if _is_local(name) else name)
+    except Exception:  # no card on the hub, or no network
+        return ""
+    value = card.data.to_dict().get("license") or ""
+    return ", ".join(value) if isinstance(value, list) else str(value)
+
+
+def _default_task(question: str, space: list[str]) -> str:
+    return f"Read the {question} and answer with its label, one of: {', '.join(space)}."
+
+
+def _summary(train: list[Item], test: list[Item], dropped: int, made) -> list[str]:
+    lines = [f"{len(train)} train / {len(test)} test items"]
+    if made:
+        lines.append(f"split with seed {made['seed']}: a fraction {made['test_fraction']} of the rows is test")
+    if dropped:
+        lines.append(f"{dropped} test row(s) left out: the same question is in train")
+    return lines

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from critique.analysis import intervals, tally
 from critique.base import vocab
 from critique.analysis.load import Logs
-from critique.analysis.read import model_label
+from critique.analysis import prices as prices_mod
+from critique.analysis.read import model_label, plain
 
 COLUMNS = {
     "accuracy": ["model", "dataset", "strategy", "accuracy", "timeout_rate", "parse_fail_rate", "error_rate",
@@ -28,7 +29,7 @@ COLUMNS = {
     "per_user": ["model", "dataset", "strategy", "user", "accuracy", "n", "errors"],
     "tokens": ["model", "dataset", "strategy", "tokens_per_question", "prompt_tokens_per_question", "reasoning"],
     "costs": ["model", "dataset", "init_tokens", "critique_tokens", "summary_tokens", "init_prompt_tokens",
-              "critique_prompt_tokens", "summary_prompt_tokens"],
+              "critique_prompt_tokens", "summary_prompt_tokens", "dollars"],
     "suggestibility": ["model", "dataset", "attribution", "acc_truth", "acc_lying", "n", "errors", "delivered_truth",
                        "delivered_lying", "acc_truth_delivered", "acc_lying_delivered"],
     "ablations": ["ablation", "model", "dataset", "strategy", "value", "accuracy", "n", "errors"],
@@ -164,9 +165,10 @@ def _tokens(groups: Groups, reasoning: set[str]) -> list[dict]:
     return rows
 
 
-def _costs(offline: dict) -> list[dict]:
+def _costs(offline: dict, prices: dict) -> list[dict]:
     """(model, dataset) -> stage -> tally of answered records => one row per (model, dataset) with an
-    answered record of an offline stage: its stages' completion and prompt token sums (None without tokens)."""
+    answered record of an offline stage: its stages' completion and prompt token sums (None without tokens),
+    and their dollars at the price of its runs (``prices``: (model, dataset) -> the runs' prices; analysis.prices)."""
     rows = []
     for (model, dataset) in sorted(offline, key=key_order):
         stages = offline[(model, dataset)]
@@ -178,8 +180,22 @@ def _costs(offline: dict) -> list[dict]:
             row[column] = counts[tally.TOKENS] if counts and counts[tally.WITH_TOKENS] else None
             prompt = PROMPT_COST_STAGES[stage]
             row[prompt] = counts[tally.PROMPT_TOKENS] if counts and counts[tally.WITH_PROMPT] else None
+        paid = [(row[PROMPT_COST_STAGES[stage]], row[column]) for stage, column in COST_STAGES.items()
+                if stages.get(stage)]
+        price = prices_mod.shared(prices.get((model, dataset), []))
+        row["dollars"] = None if not paid or any(None in p for p in paid) else \
+            prices_mod.dollars(price, sum(p for p, _ in paid), sum(c for _, c in paid))
         rows.append(row)
     return rows
+
+
+def _prices(logs: Logs) -> dict[tuple, list]:
+    """(model as shown, dataset) -> the prices of its plain runs (analysis.prices)."""
+    found: dict[tuple, list] = {}
+    for meta in logs.runs:
+        if plain(meta):
+            found.setdefault((model_label(meta), meta["dataset"]), []).append(prices_mod.of_run(meta["path"]))
+    return found
 
 
 def strategy_cells(predictions: dict[tuple, list]) -> list[dict]:
@@ -301,7 +317,7 @@ def from_logs(logs: Logs) -> Cells:
         train=_pick(rates(train, ["model", "dataset"]), "train"),
         per_user=_pick(rates(per_user, ["model", "dataset", "strategy", "user"]), "per_user"),
         tokens=_tokens(accuracy, reasoning_models(logs)),
-        costs=_costs(offline),
+        costs=_costs(offline, _prices(logs)),
         suggestibility=_suggestibility(suggestibility),
         ablations=ablation_rows,
         source="logs",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.analysis import logs
+from critique.analysis import logs, prices
 from critique.analysis.stats import holm, sign_test
 from critique.analysis.tabular import Table
 from critique.base import rundir, vocab
@@ -17,15 +17,17 @@ from critique.base import rundir, vocab
 KEY = "methods"
 TITLE = "The field's methods beside ours: accuracy, offline cost, break-even and paired tests (same run, same items)"
 AGAINST = (vocab.EP_SEM_CRIT, vocab.ZERO_SHOT)
-COST_STAGES = {stage for stages in vocab.OFFLINE_STAGES.values() for stage in stages}
-COLUMNS = ["model", "dataset", "method", "accuracy", "n", "errors", "offline_calls", "offline_tokens", "train_budget",
-           "stopped", "tokens_per_question", "break_even", "against", "diff", "wins", "losses", "p", "p_holm"]
+COLUMNS = ["model", "dataset", "method", "accuracy", "n", "errors", "offline_calls", "offline_tokens",
+           "offline_dollars", "train_budget", "stopped", "tokens_per_question", "dollars_per_question", "break_even",
+           "against", "diff", "wins", "losses", "p", "p_holm"]
 NOTE = ("method: a field method of the run (memory/METHOD.json), or a critique strategy of the same run (its "
         "offline stage: the whole train stage, as Table 5 counts it); accuracy: % of the test questions (n), errors "
         "counted wrong; offline_calls, offline_tokens: its offline stage's calls and their prompt + completion "
         "tokens (each distinct request once); train_budget: --train-budget (each pool's share when a preference "
         "dataset has several); stopped: the pools whose stage the budget stopped, or where a call failed "
         "(a rerun retries it); tokens_per_question: prompt + completion tokens per answered test question; "
+        "offline_dollars, dollars_per_question: the same tokens at the run's price (its manifest's; '-' where no "
+        "price is known); "
         "break_even: offline tokens / (EP_LABEL's tokens per question - the method's), the test questions after "
         "which it has cost less than EP_LABEL ('never' when it costs more per question; '-' without EP_LABEL in the "
         "run); against: the strategy of the same run it is compared with, diff: accuracy - theirs in points, "
@@ -64,13 +66,16 @@ def _rows(meta: dict, problems: list[str]) -> list[dict]:
     if not methods:
         return []
     answers = _answers(logs.predictions(path, (vocab.TEST,), problems))
-    costs = {name: _cost(document) for name, document in methods.items() if answers.get(name)}
-    costs.update({name: cost for name, cost in _train_stage_costs(path, problems).items() if answers.get(name)})
+    price = prices.of_run(path)
+    offline = _offline_calls(path, problems)
+    costs = {name: {**_cost(document), "offline_dollars": _method_dollars(offline, name, price)}
+             for name, document in methods.items() if answers.get(name)}
+    costs.update({name: cost for name, cost in _train_stage_costs(offline, price).items() if answers.get(name)})
     rows = []
     for name, cost in costs.items():
         mine = answers[name]
         head = {"model": model_label(meta), "dataset": meta["dataset"], "method": name, **cost, **_accuracy(mine),
-                "tokens_per_question": _per_question(mine),
+                "tokens_per_question": _per_question(mine), "dollars_per_question": _dollars_per_question(mine, price),
                 "break_even": _break_even(cost["offline_tokens"], mine, answers.get(vocab.EP_LABEL))}
         against = [other for other in AGAINST if other in answers and other != name]
         rows += [{**head, **_paired(mine, answers[other]), "against": other} for other in against]
@@ -114,17 +119,39 @@ def _cost(document: dict) -> dict:
             if stopped else None}
 
 
-def _train_stage_costs(run: Path, problems: list[str]) -> dict[str, dict]:
+def _offline_calls(run: Path, problems: list[str]) -> list[tuple]:
+    """(stage, strategy, request_hash, prompt_tokens, completion_tokens) of the run's answered calls but its test
+    stage's."""
+    calls = logs.rows(run, logs.CALLS, ("stage", "strategy", "request_hash", "prompt_tokens", "completion_tokens",
+                                        "error"), problems)
+    return [row[:5] for row in calls if row[0] != vocab.TEST and not row[5]]
+
+
+def _method_dollars(offline: list[tuple], method: str, price: dict | None) -> float | None:
+    """A field method's offline stage in dollars: its calls, each distinct request once (as its tokens)."""
+    once = {request: (prompt, completion) for _, strategy, request, prompt, completion in offline
+            if strategy == method}
+    return prices.dollars(price, sum(p or 0 for p, _ in once.values()), sum(c or 0 for _, c in once.values()))
+
+
+def _train_stage_costs(offline: list[tuple], price: dict | None) -> dict[str, dict]:
     """The critique strategies' offline cost in the same run: the whole train stage each pays
-    (critique.base.vocab.OFFLINE_STAGES), its calls' prompt + completion tokens."""
-    calls = logs.rows(run, logs.CALLS, ("stage", "prompt_tokens", "completion_tokens"), problems,
-                      stages=COST_STAGES)
+    (critique.base.vocab.OFFLINE_STAGES), its calls' prompt + completion tokens, and their dollars."""
     costs = {}
     for strategy, stages in vocab.OFFLINE_STAGES.items():
-        paid = [(prompt, completion) for stage, prompt, completion in calls if stage in stages]
+        paid = [(prompt or 0, completion or 0) for stage, _, _, prompt, completion in offline if stage in stages]
         costs[strategy] = {"offline_calls": len(paid), "train_budget": None, "stopped": None,
-                           "offline_tokens": sum((p or 0) + (c or 0) for p, c in paid)}
+                           "offline_tokens": sum(p + c for p, c in paid),
+                           "offline_dollars": prices.dollars(price, sum(p for p, _ in paid), sum(c for _, c in paid))}
     return costs
+
+
+def _dollars_per_question(answers: dict, price: dict | None) -> float | None:
+    answered = [r for r in answers.values() if not r.get("error")]
+    if not answered or price is None:
+        return None
+    return prices.dollars(price, sum(r.get("prompt_tokens") or 0 for r in answered),
+                          sum(r.get("completion_tokens") or 0 for r in answered)) / len(answered)
 
 
 def _break_even(offline: int, mine: dict, label: dict | None):

@@ -140,10 +140,12 @@ def table5_costs(cells: Cells) -> Table:
         return skip("table5_costs", "no training-stage calls of plain runs (or no --costs CSV)")
     costs = [{**r, "total": _total([r[c] for c in COST_STAGES.values()]),
               "prompt_total": _total([r.get(c) for c in PROMPT_COST_STAGES.values()])} for r in cells.costs]
-    columns = ["model", "dataset", *COST_STAGES.values(), "total", *PROMPT_COST_STAGES.values(), "prompt_total"]
+    columns = ["model", "dataset", *COST_STAGES.values(), "total", *PROMPT_COST_STAGES.values(), "prompt_total",
+               "dollars"]
     note = ("init, critique, summary: completion tokens of the initial predictions, the critiques and the summary "
             "(the paper's measure), total their sum; *_prompt_tokens, prompt_total: the prompt (input) tokens of the "
-            "same calls ('-' where the calls reported none)")
+            "same calls ('-' where the calls reported none); dollars: what those calls cost, prompt and completion "
+            "tokens at the run's price (its manifest's; '-' where no price is known)")
     return Table("table5_costs", TITLES["table5_costs"], columns, records(costs, columns), note=note)
 
 
@@ -181,7 +183,7 @@ def break_even_rows(cells: Cells) -> list[dict]:
             total = [_with_prompt(r["tokens_per_question"], r.get("prompt_tokens_per_question")) for r in (label, mine)]
             saving_total = None if None in total else total[0] - total[1]
             rows.append({"model": cost["model"], "dataset": cost["dataset"], "strategy": strategy,
-                         "offline_tokens": offline, "saving_per_query": saving,
+                         "offline_tokens": offline, "offline_dollars": cost.get("dollars"), "saving_per_query": saving,
                          "break_even": _break_even(offline, saving), "offline_total_tokens": offline_total,
                          "saving_total_per_query": saving_total,
                          "break_even_total": _break_even(offline_total, saving_total)})
@@ -197,13 +199,14 @@ def table5(cells: Cells) -> Table:
     if not rows:
         return skip("table5", "no (model, dataset) has both offline costs and tokens per question of EP_LABEL "
                               "and a critique strategy")
-    columns = ["model", "dataset", "strategy", "offline_tokens", "saving_per_query", "break_even",
+    columns = ["model", "dataset", "strategy", "offline_tokens", "offline_dollars", "saving_per_query", "break_even",
                "offline_total_tokens", "saving_total_per_query", "break_even_total"]
     note = ("break_even = offline tokens / (EP_LABEL tokens per query - strategy tokens per query), on completion "
             "tokens, as the paper; 'never' when the saving is not positive. Every critique strategy, EP_CRIT "
             "included, pays the whole train stage: initial predictions + critiques + summary. *_total: the same on "
             "completion + prompt tokens (the offline calls' and each query's input counted too); '-' where the "
-            "calls reported no prompt tokens")
+            "calls reported no prompt tokens; offline_dollars: the offline calls' cost at the run's price ('-' "
+            "where no price is known)")
     return Table("table5", TITLES["table5"], columns, rows, note=note)
 
 

@@ -32,6 +32,7 @@ from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, 
 from critique.engine.memory import semantic as semantic_store
 from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
 from critique.base.config import RunConfig, manifest_run_config
+from critique.llm.spend import Spend
 from critique.learner_items import Evaluation, Prediction, evaluation, labeled, question as _question
 
 STAGE = vocab.PREDICT
@@ -60,6 +61,8 @@ class Learner:
         self._memory: EpisodicMemory | None = None
         self._semantic: dict[str, dict] | None = None
         self._encoder_kept = None
+        # max_cost: one cap over every fit, predict, evaluate and learn of this Learner (critique.llm.spend)
+        self._spend = Spend(self.config.max_cost) if self.config.max_cost is not None else None
 
     @classmethod
     def load(cls, run_dir: str | Path, *, progress: bool = True, **options) -> "Learner":
@@ -324,7 +327,7 @@ class Learner:
             setup(run)
 
         execute_run(self.config, self.out, probe=self.probe, ablation=self.ablation, work=work, setup=ready,
-                    progress=self.progress, runner=_run_sync, complete=complete, learner=True)
+                    progress=self.progress, runner=_run_sync, complete=complete, learner=True, spend=self._spend)
 
 
 async def _answer_one(run, name: str, item: Item, vector, stage: str) -> dict:

@@ -35,11 +35,12 @@ def default_out(config) -> Path:
 
 
 def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, deployments: list[dict] | None = None,
-            routing_strategy: str | None = None, limits=None, stop=None, learner: bool = False):
+            routing_strategy: str | None = None, limits=None, stop=None, spend=None, learner: bool = False):
     """Validate everything that can be checked before any call or write; return an opened Run.
     ``deployments`` (litellm Router entries), ``routing_strategy``, ``limits`` (provider limits
-    shared with other runs, critique.llm.limits) and ``stop`` (a function that says the run must
-    stop) are options of the run's LLM client; ``learner``: the work is critique.Learner's (it
+    shared with other runs, critique.llm.limits), ``stop`` (a function that says the run must
+    stop) and ``spend`` (a dollar cap shared with other runs, critique.llm.spend; default: the config's
+    max_cost, this run's own) are options of the run's LLM client; ``learner``: the work is critique.Learner's (it
     needs no test split, and a new run directory is marked as a Learner's, not a study run)."""
     from critique.base.errors import RunError, UserError
     from critique.datasets.registry import resolve
@@ -47,6 +48,7 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     from critique.engine.pipeline import Run
     from critique.base.paths import cache_dir, check_cache_location
     from critique.llm.client import LLM, check_model, llm_config
+    from critique.llm.spend import Spend
 
     dataset = resolve(config.dataset, config.data_dir).limited(config.limit)
     if Path(out).resolve().is_relative_to(Path(dataset.path).resolve()):
@@ -55,13 +57,16 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     if not learner and not dataset.test:
         raise UserError(f"{dataset.path}: the test split is empty (nothing to answer)")
     options = replace(llm_config(config), deployments=deployments, routing_strategy=routing_strategy)
+    if spend is None and config.max_cost is not None:
+        spend = Spend(config.max_cost)
     try:
         check_model(options)
         if config.use_cache:
             check_cache_location(cache_dir(config.cache_dir))
+        llm = LLM(options, limits=limits, stop=stop, spend=spend)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    run = Run(out, config, dataset, LLM(options, limits=limits, stop=stop), Encoder(config.encoder, cache_dir(config.cache_dir) if config.use_cache else None),
+    run = Run(out, config, dataset, llm, Encoder(config.encoder, cache_dir(config.cache_dir) if config.use_cache else None),
               probe=probe, ablation=ablation, progress=progress, learner=learner)
     warn_small_pools(run)
     try:

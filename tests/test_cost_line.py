@@ -26,7 +26,7 @@ def test_the_cost_line_says_the_calls_what_they_are_and_which_logs_answer():
 
 def said(err: str, out: Path) -> int:
     """The one cost line of ``err``: the shared shape, naming the run directory's log; its count."""
-    (line,) = [x for x in err.splitlines() if x.startswith(PREFIX)]
+    (line,) = [x for x in err.splitlines() if x.startswith(PREFIX) and not x.startswith(f"{PREFIX}dollars: ")]
     bound, calls, parts, logs = LINE.fullmatch(line).groups()
     assert bound and logs == str(out / "calls.jsonl")
     assert line == cost_line(int(calls), parts, out)

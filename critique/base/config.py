@@ -68,6 +68,8 @@ class RunConfig:
     advice_sources: str = "chunk"  # ADVICE_SOURCES: each advice line's sources, its chunk or the critiques it cites
     cache_size_gb: float = 8.0  # the response cache's size limit (older entries are evicted past it)
     train_budget: int | None = None  # tokens (prompt + completion) each method's own offline stage may spend
+    price: str | None = None  # "IN,OUT": dollars per million prompt, completion tokens (None: litellm's price table)
+    max_cost: float | None = None  # dollars: no call that could take the spend past it is made (None: no cap)
 
     def __post_init__(self):
         """Every setting checked here, once, whoever builds the config (the command line, a study file, the
@@ -101,7 +103,7 @@ LEGACY = {"prompts": "compact"}
 # The least value of each numeric setting (RunConfig's field names).
 BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.001, "num_retries": 0,
           "temperature": 0.0, "call_processes": 0, "context_tokens": 1, "gate": -1.0, "inject_budget": 0,
-          "train_fraction": 0.0, "cache_size_gb": 0.001, "train_budget": 1}
+          "train_fraction": 0.0, "cache_size_gb": 0.001, "train_budget": 1, "max_cost": 0.0}
 # The greatest value, where there is one (the gate is a cosine similarity; no provider takes a temperature above 2).
 UPPER = {"gate": 1.0, "temperature": 2.0, "train_fraction": 1.0}
 # The settings that take one of a few names.
@@ -114,7 +116,7 @@ KINDS = {"dataset": str, "model": str, "strategies": list, "k": int, "parts": st
          "train_fraction": float, "endpoint_id": str, "call_processes": int, "context_tokens": int,
          "on_mismatch": str, "prompts": str, "critic": str, "label_budget": float, "gate": float,
          "inject_budget": int, "retrieval": str, "advice_sources": str, "cache_size_gb": float,
-         "train_budget": int}
+         "train_budget": int, "price": str, "max_cost": float}
 
 
 class SettingError(UserError, ValueError):
@@ -156,6 +158,11 @@ def setting_problem(name: str, value) -> str | None:
             if unknown else None
     if isinstance(value, str) and name != "reasoning_effort" and not value.strip():
         return "must not be empty"
+    if name == "price":
+        try:
+            parse_price(value)
+        except ValueError as exc:
+            return str(exc)
     return bound_problem(name, value)
 
 
@@ -220,6 +227,19 @@ def canonical_critic(critic: str, label_budget: float | None = None) -> tuple[st
             return "gold", None
         label_budget = float(label_budget)
     return text, label_budget
+
+
+def parse_price(text: str) -> tuple[float, float]:
+    """(input, output) dollars per million tokens of ``--price IN,OUT``; ValueError saying what is wrong."""
+    parts = str(text).split(",")
+    try:
+        values = tuple(float(p) for p in parts)
+    except ValueError:
+        values = ()
+    if len(values) != 2 or not all(math.isfinite(v) and v >= 0 for v in values):
+        raise ValueError(f"must be IN,OUT: dollars per million prompt and completion tokens, two numbers >= 0 "
+                         f"(e.g. 0.15,0.6), not {text!r}")
+    return values
 
 
 def noise_rate(critic: str) -> float:

@@ -3,6 +3,9 @@
 One shape for every command::
 
     critique: cost: at most N calls (<what they are>); those already in <run dir>/calls.jsonl are not made again
+    critique: cost: dollars: at most $X (...), likely $Y (...)
+
+The second line, when the command gives one, is the calls' cost in dollars (critique.engine.cost_estimate).
 
 ``exact`` drops "at most" (a count of the very requests the command will make); each run directory
 named adds its log to the tail ("... in A/calls.jsonl or B/calls.jsonl ..."), none drops the tail."""
@@ -24,6 +27,8 @@ def cost_line(calls: int, parts: str, *logs: Path, exact: bool = False) -> str:
     return f"{PREFIX}{'' if exact else 'at most '}{calls} calls ({parts}){tail}"
 
 
-def print_cost(calls: int, parts: str, *logs: Path, exact: bool = False) -> None:
-    """Print the cost line on stderr."""
+def print_cost(calls: int, parts: str, *logs: Path, exact: bool = False, dollars: str | None = None) -> None:
+    """Print the cost line on stderr, and ``dollars`` (what the calls cost) on a line of its own."""
     print(cost_line(calls, parts, *logs, exact=exact), file=sys.stderr)
+    if dollars:
+        print(f"{PREFIX}{dollars}", file=sys.stderr)

@@ -38,6 +38,10 @@ MANIFEST = (
     Field("folders", "object", "{cache, data}: the response and embedding cache folder and the dataset folder in "
           "use", required=False),
     Field("local_model", "object|null", "the embedded model's weights and bounds; null for other models"),
+    Field("price", "object|null", "{input_per_million, output_per_million, source}: the dollars per million prompt "
+          "and completion tokens the calls' cost_usd is computed at (source: --price, litellm's price table, or "
+          "embedded: the in-process model, free); null when no price is known; absent in older logs",
+          required=False, analysis=True),
     Field("learner", "boolean", "written by critique.Learner.fit: a fit's folder, not a study run (the tables leave "
           "it out)", required=False, analysis=True),
     Field("deployments", "array", "several endpoints: [{model, api_base}]", required=False),
@@ -108,6 +112,10 @@ CONFIG = (
     Field("train_budget", "integer|null", "--train-budget: the tokens (prompt + completion) each memory method's own "
           "offline stage (ACE, Dynamic Cheatsheet, ExpeL, DSPy's optimizers) may spend before it stops; null "
           "(absent in older logs): no limit", analysis=True, required=False),
+    Field("price", "string|null", "--price IN,OUT: dollars per million prompt and completion tokens the user gave; "
+          "null: litellm's price table (the manifest's price says which was used)", required=False),
+    Field("max_cost", "number|null", "--max-cost: the dollars this run may spend (no call that could pass them is "
+          "made); null: no cap of its own (a study's cap is the study's)", required=False),
     Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "
           "reasoning model (the analysis also detects reasoning_tokens > 0)", analysis=True, required=False),
 )

@@ -51,6 +51,9 @@ CALL = (
     Field("finish_reason", "string|null", "the provider's finish reason; \"length\" is a timeout (token limit)"),
     Field("latency_s", "number", "seconds the call took (0 when answered from a matching run)"),
     Field("cached", "boolean", "answered by the response cache or a matching run, not the model"),
+    Field("cost_usd", "number|null", "dollars of its prompt and completion tokens at the run's price (manifest "
+          "price; a cached call's is what it cost when made, not spent again); null when no price is known",
+          required=False, analysis=True),
     Field("retries", "integer", "retries after rate limits, server errors or timeouts"),
     Field("error", "string|null", "why the call failed; null when it answered", analysis=True),
     Field("request_hash", "string", "sha256 of the request (model, messages, schema, settings)"),

@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from critique.datasets.splits import DatasetError
+    from critique.llm.spend import SpendCapReached
 
     args = build_parser().parse_args(argv)
     set_command(sys.argv[1:] if argv is None else argv)
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"critique: error: {redact(str(exc))}", file=sys.stderr)
         return 1
+    except SpendCapReached as exc:  # --max-cost: stopped cleanly before the call that could pass it
+        print(f"critique: stopped: {exc}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("critique: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

@@ -30,6 +30,7 @@ def main(args) -> int:
     import asyncio
 
     from critique.base.cost import print_cost
+    from critique.engine.cost_estimate import dollars
     from critique.base.errors import UserError
     from critique.datasets.registry import resolve
     from critique.engine.scores import report_errors
@@ -76,7 +77,7 @@ def main(args) -> int:
             todo, new = deinflate.cost(run, source_hashes)
             total["calls"] += new
             print_cost(new, f"{todo} test prompts still to answer; those that retrieve no demoted entry are "
-                            f"{source.name}'s own requests, answered from its log", out)
+                            f"{source.name}'s own requests, answered from its log", out, dollars=dollars(run, new))
         return setup
 
     with asyncio.Runner() as runner:

@@ -45,6 +45,11 @@ RUN_OPTIONS = (
                                                 "stops once it has spent this many tokens, prompt and completion "
                                                 "(default: no limit); the critique strategies' train stage is not "
                                                 "limited"}),
+    ("--price", "price", {"metavar": "IN,OUT", "help": "dollars per million prompt and completion tokens (default: "
+                          "litellm's price table; the embedded model costs nothing)"}),
+    ("--max-cost", "max_cost", {"type": float, "metavar": "USD", "help": "make no call that could take the dollars "
+                                "spent past USD (a call's bound: its prompt and --max-tokens at the price); the run "
+                                "stops cleanly, and the same command with a higher cap resumes (default: no cap)"}),
     ("--limit", "limit", {"type": int, "help": "first N train and N test items (per user for preference data)"}),
     ("--concurrency", "concurrency", {"type": int, "help": "calls in flight (default %(default)s)"}),
     ("--seed", "seed", {"type": int}),

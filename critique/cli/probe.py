@@ -73,6 +73,7 @@ def main(args) -> int:
 
 def overturn_main(args, config) -> int:
     from critique.base.cost import print_cost
+    from critique.engine.cost_estimate import dollars
     from critique.datasets.registry import resolve
     from critique.engine.scores import report_errors
     from critique.experiments import overturn, probes, reuse
@@ -86,9 +87,10 @@ def overturn_main(args, config) -> int:
                                 exclude=out)
 
     def say_cost(run) -> None:
-        print_cost(overturn.cost(run), f"per test item still to do: its zero-shot answer, 2 critiques, "
+        calls = overturn.cost(run)
+        print_cost(calls, f"per test item still to do: its zero-shot answer, 2 critiques, "
                    f"{len(overturn.CONDITIONS)} answers; fewer when a suggestibility run of the same model and data "
-                   "or the response cache already answered some", out)
+                   "or the response cache already answered some", out, dollars=dollars(run, calls))
 
     outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=overturn.overturn, setup=say_cost,
                              progress=not args.quiet)

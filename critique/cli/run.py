@@ -39,6 +39,7 @@ def say_cost(run) -> None:
     of the train stages the strategies need is counted (those already logged are not asked again)."""
     from critique.base.cost import print_cost
     from critique.base.vocab import CRITIQUE, RECRITIQUE, SUMMARY, TRAIN
+    from critique.engine.cost_estimate import dollars
     from critique.engine.pipeline import pkey
     from critique.engine.methods import needed_stages
 
@@ -51,7 +52,7 @@ def say_cost(run) -> None:
                   for name in run.config.strategies for item in test)
     pools = len({item.user for item in train}) if SUMMARY in stages else 0
     more = f" + up to {critiques} recritiques" if run.config.on_mismatch == RECRITIQUE and critiques else ""
-    print_cost(initial + critiques + pools + answers,
-               f"{initial} initial answers + {critiques} critiques{more} + {pools} summar"
-               f"{'y' if pools == 1 else 'ies'} + {answers} test answers; more summaries when a pool's critiques "
-               "are summarised in chunks", run.out)
+    calls = initial + critiques + pools + answers
+    print_cost(calls, f"{initial} initial answers + {critiques} critiques{more} + {pools} summar"
+                      f"{'y' if pools == 1 else 'ies'} + {answers} test answers; more summaries when a pool's "
+                      "critiques are summarised in chunks", run.out, dollars=dollars(run, calls))

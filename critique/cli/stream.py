@@ -103,6 +103,7 @@ def main(args) -> int:
 def _one(args, config, probe: dict) -> tuple[Path, bool]:
     """One stream's run directory, run to its end (or to a failed call); whether it ended without an error."""
     from critique.base.cost import print_cost
+    from critique.engine.cost_estimate import dollars
     from critique.datasets.registry import resolve
     from critique.experiments import reuse, stream, stream_spec
     from critique.runner import execute_run, run_name
@@ -114,9 +115,10 @@ def _one(args, config, probe: dict) -> tuple[Path, bool]:
                                 exclude=out)
 
     def say_cost(run) -> None:
-        print_cost(stream.cost(run), "the train stage still to do, then per question still to answer its answer, "
+        calls = stream.cost(run)
+        print_cost(calls, "the train stage still to do, then per question still to answer its answer, "
                    "its feedback's critique and the checks asked for (not a refresh's summaries); fewer when a "
-                   "matching run or the response cache answers some", out)
+                   "matching run or the response cache answers some", out, dollars=dollars(run, calls))
 
     outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=stream.stream, setup=say_cost,
                              progress=not args.quiet)

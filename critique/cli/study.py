@@ -14,6 +14,9 @@ def register(sub) -> None:
     study.add_argument("--scheduler", help="address of a dask scheduler or ray cluster (with --backend dask|ray)")
     study.add_argument("--out", help="parent folder of the run directories (default: the file's out)")
     study.add_argument("--dry-run", action="store_true", help="list the cells and their state, call nothing")
+    study.add_argument("--max-cost", type=float, metavar="USD",
+                       help="dollars the whole study may spend, over every cell and worker: no call that could pass "
+                            "it is made, and the cells stop cleanly (default: the file's max_cost, else no cap)")
     mlflow_log.add_option(study)
     study.set_defaults(func=main)
 

@@ -25,6 +25,7 @@ def register(sub) -> None:
 
 def main(args) -> int:
     from critique.base.cost import print_cost
+    from critique.engine.cost_estimate import dollars
     from critique.engine.scores import report_errors
     from critique.experiments import verify
     from critique.runner import execute_run
@@ -42,7 +43,7 @@ def main(args) -> int:
                           f"{run.config.temperature:g}, never from the response cache",
                 "judge": f"one per entry still to check, to {run.config.model}"}.get(verify.kind_of(verifier),
                 f"one per entry still to check whose options can be permuted; {cannot} cannot")
-        print_cost(calls, what, out)
+        print_cost(calls, what, out, dollars=dollars(run, calls))
 
     outcome, _ = execute_run(config, out, probe=probe, work=verify.work_for(verifier, entries, skipped),
                              setup=say_cost, progress=not args.quiet)

@@ -132,6 +132,7 @@ class RunDirectory:
                                                    "data": str(Path(d.path).parent)},
             "learner": bool(old.get("learner")) if old else self.learner,
             "local_model": self.llm.local,  # the embedded model's weights and bounds; None for other models
+            "price": self.llm.price.to_json() if self.llm.price is not None else None,
             "dropped_params": self._dropped_params(),
             "ep_label": critic.ep_label_shows(self.config.critic, self.config.label_budget),
         })

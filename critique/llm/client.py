@@ -43,6 +43,7 @@ from critique.base.errors import RunError, Stopped
 from critique.base.paths import cache_dir
 from critique.base.rundir import add_param_secrets, add_url_secrets, redact, redact_value
 from critique.llm import bounds, context
+from critique.llm.price import price_of, unknown
 from critique.llm.response_cache import ResponseCache
 from critique.llm.params import NOT_PARAMS, dropped_by_litellm, run_effort
 from critique.llm.attempt import (RETRY_STATUS, CallFailed, MalformedResponse, backoff, context_exceeded,  # noqa: F401
@@ -74,6 +75,7 @@ class LLMConfig:
     processes: int = RunConfig.call_processes  # > 1: attempts run in that many worker processes (workers.py)
     context_tokens: int | None = None  # the model's context window (None: the embedded model's, else litellm's)
     cache_size_gb: float = RunConfig.cache_size_gb  # the response cache's size limit
+    price: str | None = None  # "IN,OUT" dollars per million tokens (None: litellm's price table; critique.llm.price)
 
 
 def llm_config(run: RunConfig) -> LLMConfig:
@@ -84,7 +86,7 @@ def llm_config(run: RunConfig) -> LLMConfig:
                      concurrency=run.concurrency, use_cache=run.use_cache, cache_dir=run.cache_dir,
                      timeout=run.timeout, num_retries=run.num_retries, endpoint_id=run.endpoint_id,
                      processes=run.call_processes, context_tokens=run.context_tokens,
-                     cache_size_gb=run.cache_size_gb)
+                     cache_size_gb=run.cache_size_gb, price=run.price)
 
 
 @dataclass
@@ -137,9 +139,10 @@ def response_format(schema: dict, name: str) -> dict:
 class LLM:
     """One model, called asynchronously with at most ``concurrency`` calls in flight."""
 
-    def __init__(self, config: LLMConfig, limits=None, stop=None):
+    def __init__(self, config: LLMConfig, limits=None, stop=None, spend=None):
         """``limits``: provider limits shared with other clients (critique.llm.limits); ``stop``: a
-        function that says the run must stop, asked before every attempt (then ``Stopped``)."""
+        function that says the run must stop, asked before every attempt (then ``Stopped``); ``spend``: a cap in
+        dollars shared with other clients (critique.llm.spend), which needs a known price."""
         import diskcache
         import litellm
 
@@ -158,6 +161,10 @@ class LLM:
         self._router = _router(config) if config.deployments else None
         self._limits = limits
         self._stop = stop
+        self.price = price_of(config.model, config.price)  # None: unknown (critique.llm.price)
+        if spend is not None and self.price is None:
+            raise ValueError(f"--max-cost needs a price: {unknown(config.model)}")
+        self._spend = spend
         self._cache = self._open_cache() if config.use_cache else None
         self._slots: asyncio.Semaphore | None = None
         # the embedded model computes one reply at a time: more calls in flight only queue
@@ -260,20 +267,34 @@ class LLM:
             if hit is not None:
                 return LLMResult(**{**hit, "cached": True, "latency_s": 0.0, "retries": 0, "request_hash": key})
         self._check_stop()
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.concurrency)
-        async with self._slots:  # a call queued in this client holds no provider slot
-            if self._limits is None:
-                result = await self._call(request)
-            else:
-                async with self._limits.slot(provider_of(self.config.model)):
+        # under --max-cost: what the call could cost at most is reserved, or SpendCapReached (critique.llm.spend)
+        bound = None if self._spend is None else \
+            self._spend.take(self.price, self.count_tokens(messages), self.config.max_tokens)
+        result = None
+        try:
+            if self._slots is None:
+                self._slots = asyncio.Semaphore(self.concurrency)
+            async with self._slots:  # a call queued in this client holds no provider slot
+                if self._limits is None:
                     result = await self._call(request)
+                else:
+                    async with self._limits.slot(provider_of(self.config.model)):
+                        result = await self._call(request)
+        finally:
+            if bound is not None:  # the reservation becomes what the call cost (nothing, if it never answered)
+                self._spend.settle(bound, self.cost_of(result) if result is not None else 0.0)
         result.request_hash = key
         if store is not None and result.error is None and not result.context_overflow:
             self._cache.set(key, redact_value({k: v for k, v in asdict(result).items()
                                                if k not in ("cached", "latency_s", "retries", "request_hash",
                                                             "context_overflow", "cut_fields")}))
         return result
+
+    def cost_of(self, result: LLMResult) -> float | None:
+        """Dollars of a result's tokens at this client's price; None when no price is known."""
+        if self.price is None:
+            return None
+        return self.price.cost(result.prompt_tokens, result.completion_tokens)
 
     async def _call(self, request: dict) -> LLMResult:
         """Attempts until one succeeds, the error is not worth a retry, or the retries are spent."""

@@ -200,3 +200,22 @@ def test_ray_runs_a_study(tmp_path, env, server):
     pytest.importorskip("ray")
     finish(start(study_file(tmp_path, server, limit=2, jobs=3), env, "--backend", "ray"))
     assert 1 <= server.peak <= 2
+
+
+@pytest.mark.parametrize("backend", ["loky", "dask"])
+def test_max_cost_holds_over_the_workers_of_a_study(tmp_path, env, server, cluster, backend):
+    """One dollar cap over every cell in every worker process: the spend never passes it, and the cells stop."""
+    _, client = cluster
+    path = study_file(tmp_path, server, limit=8, jobs=3, cache=False)
+    text = path.read_text().replace("\n[[models]]\n", '\n[[models]]\nprice = "1000,1000"\n')
+    path.write_text(text.replace("timeout = 120\n", "timeout = 120\nmax_tokens = 100\n"))
+    options = ["--backend", backend, "--max-cost", "2"] + (
+        ["--scheduler", client.scheduler.address] if backend == "dask" else [])
+    proc = start(path, env, *options)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 1 and "--max-cost $2 reached" in out, out
+    import json
+
+    logs = [run / "calls.jsonl" for run in run_dirs(tmp_path / "out") if (run / "calls.jsonl").exists()]
+    spent = sum(json.loads(line)["cost_usd"] for log in logs for line in log.read_text().splitlines() if line.strip())
+    assert 0 < spent <= 2  # a cell stopped before its first call has no calls.jsonl

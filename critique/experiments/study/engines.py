@@ -1,5 +1,5 @@
-"""What the cells of a study share on each joblib backend: the provider limits, how many cells
-run at once, and the word to stop.
+"""What the cells of a study share on each joblib backend: the provider limits, the dollar cap
+(``spend``: critique.llm.spend, with --max-cost), how many cells run at once, and the word to stop.
 
 - threads (the default): everything lives in the study process.
 - loky, and ray on this machine: semaphores and an event in a multiprocessing manager that the
@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 
 from critique.llm.limits import ProviderLimits, SharedLimits
+from critique.llm.spend import SharedSpend, Spend
 
 POLL_S = 0.25  # how often a cell's watchdog asks
 HEARTBEAT_S = 1.0  # how often the study process says it is alive (dask)
@@ -38,8 +39,9 @@ def study_id(out: Path) -> str:
 class Threads:
     """Cells in threads of the study process (joblib runs ``jobs`` of them at once)."""
 
-    def __init__(self, providers: dict[str, int], jobs: int):
+    def __init__(self, providers: dict[str, int], jobs: int, max_cost: float | None = None):
         self.limits = ProviderLimits(providers)
+        self.spend = Spend(max_cost) if max_cost is not None else None
         self._stop = threading.Event()
         self._running = 0
         self._lock = threading.Condition()
@@ -88,12 +90,14 @@ class Threads:
 class Processes(Threads):
     """Cells in worker processes of this machine (loky, a local ray)."""
 
-    def __init__(self, providers: dict[str, int], jobs: int):
+    def __init__(self, providers: dict[str, int], jobs: int, max_cost: float | None = None):
         from multiprocessing.managers import SyncManager
 
         self._manager = SyncManager()
         self._manager.start(_exit_with_parent, (os.getpid(),))  # no orphan if the study is killed
         self.limits = SharedLimits({p: self._manager.BoundedSemaphore(n) for p, n in providers.items()})
+        self.spend = None if max_cost is None else \
+            SharedSpend(max_cost, self._manager.Lock(), self._manager.dict({"spend": [0.0, 0.0]}))
         self._stop = self._manager.Event()
         self._cells = self._manager.dict()  # cell token -> pid of the process that runs it
         self._pid, self._host = os.getpid(), socket.gethostname()
@@ -152,8 +156,8 @@ def _exit_with_parent(parent: int) -> None:
 class Dask(Threads):
     """Cells on the workers of a dask cluster; the shared objects live on its scheduler."""
 
-    def __init__(self, providers: dict[str, int], jobs: int, out: Path):
-        from distributed import Event, Semaphore, Variable
+    def __init__(self, providers: dict[str, int], jobs: int, out: Path, max_cost: float | None = None):
+        from distributed import Event, Lock, Semaphore, Variable
 
         name = f"critique-{study_id(out)}"
         # shared by every run of the study (a rerun's cells wait for the lease of an interrupted run's cell)
@@ -165,6 +169,11 @@ class Dask(Threads):
         # this run's own: a cell of an interrupted run that starts late still sees its run's stop,
         # which a rerun of the study never clears
         this = f"{name}-{uuid.uuid4().hex[:12]}"
+        self.spend = None
+        if max_cost is not None:  # this run's own account: a rerun's cap counts what the rerun spends
+            spent = Variable(f"{this}-spend")
+            spent.set([0.0, 0.0])
+            self.spend = SharedSpend(max_cost, Lock(f"{this}-spend-lock"), spent)
         self._stop = Event(f"{this}-stop")
         self._alive = Variable(f"{this}-alive")
         self._alive.set(time.time())
@@ -175,7 +184,7 @@ class Dask(Threads):
         self._here, self._here_lock = 0, threading.Lock()  # cells of this process running with this object
 
     def __getstate__(self) -> dict:
-        return {k: self.__dict__[k] for k in ("limits", "_cells", "_stop", "_noticed", "_alive")}
+        return {k: self.__dict__[k] for k in ("limits", "spend", "_cells", "_stop", "_noticed", "_alive")}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _seen=None, _here=0, _here_lock=threading.Lock())
@@ -266,9 +275,9 @@ class Watchdog:
         self._done.set()
 
 
-def coordinator(backend: str, providers: dict[str, int], jobs: int, out: Path):
+def coordinator(backend: str, providers: dict[str, int], jobs: int, out: Path, max_cost: float | None = None):
     if backend == "threading":
-        return Threads(providers, jobs)
+        return Threads(providers, jobs, max_cost)
     if backend == "dask":
-        return Dask(providers, jobs, out)
-    return Processes(providers, jobs)
+        return Dask(providers, jobs, out, max_cost)
+    return Processes(providers, jobs, max_cost)

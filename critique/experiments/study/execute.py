@@ -23,6 +23,7 @@ import threading
 import time
 from pathlib import Path
 
+from critique.base.config import setting_problem
 from critique.base.errors import Stopped
 from critique.base.rundir import redact
 from critique.experiments import ablations, probes, reuse
@@ -30,6 +31,7 @@ from critique.experiments.study import engines
 from critique.experiments.study.fields import error
 from critique.experiments.study.file import Cell, check, load
 from critique.experiments.study.plan import plan, resolved, task_state
+from critique.llm.spend import SpendCapReached
 from critique.runner import execute, execute_run
 
 STOP_WAIT_S = 120.0  # how long an interrupted study waits for its cells to stop their calls
@@ -128,7 +130,7 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                                               runner=(loop or process_loop()).run,
                                               deployments=cell.model.deployments,
                                               routing_strategy=routing_strategy, limits=shared_objects.limits,
-                                              stop=watchdog)
+                                              stop=watchdog, spend=shared_objects.spend)
                 pool.update({k: v for k, v in logged.items() if k not in pool})
                 calls += outcome.calls_made
                 done.append(task.label)
@@ -137,10 +139,12 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                                           "predictions ended in an error")
                 say(f"{head}: {task.label} done ({outcome.calls_made} calls, {outcome.seconds:.1f}s"
                     + (f"; {errors[task.label]}" if outcome.errors else "") + ")")
-        except Stopped:
-            say(f"{head}: stopped after {time.monotonic() - started:.1f}s; rerun the study to resume it")
+        except Stopped as exc:
+            capped = str(exc) if isinstance(exc, SpendCapReached) else None  # said in the study's summary too
+            say(f"{head}: stopped after {time.monotonic() - started:.1f}s"
+                + (f" ({capped})" if capped else "; rerun the study to resume it"))
             shared_objects.stopped(watchdog.gone)
-            return {"cell": cell.index, "label": cell.label, "status": "stopped", "calls": calls, "error": None}
+            return {"cell": cell.index, "label": cell.label, "status": "stopped", "calls": calls, "error": capped}
         except Exception as exc:  # noqa: BLE001  (one failed cell does not stop the others)
             message = redact(f"{type(exc).__name__}: {exc}")
             say(f"{head}: FAILED after {time.monotonic() - started:.1f}s: {message}")
@@ -207,7 +211,11 @@ def main(args) -> int:
             say(f"[{cell.index}/{len(cells)}] {cell.label}: complete, skipped")
     study.out.mkdir(parents=True, exist_ok=True)
     keep = _backend(backend, args.scheduler)
-    shared_objects = engines.coordinator(backend, study.providers, jobs, study.out)
+    max_cost = args.max_cost if getattr(args, "max_cost", None) is not None else study.settings.get("max_cost")
+    problem = setting_problem("max_cost", max_cost)
+    if problem:
+        raise error(f"--max-cost {problem}")
+    shared_objects = engines.coordinator(backend, study.providers, jobs, study.out, max_cost)
     loop = SharedLoop() if backend == "threading" else None
     results, pending = [], None
     try:
@@ -231,6 +239,7 @@ def main(args) -> int:
         pending = None
         if loop is not None:
             loop.close()
+        spent = shared_objects.spend.spent() if shared_objects.spend is not None else None
         shared_objects.close()
         if keep is not None:
             keep.close()
@@ -242,6 +251,8 @@ def main(args) -> int:
         f"{sum(r['calls'] for r in results)} LLM calls made. Tables: critique tables {study.out}")
     for r in failed:
         say(f"  {r['status']}: {r['label']}" + (f": {r['error']}" if r["error"] else ""))
+    if spent is not None:
+        say(f"study: ${spent:.4f} spent of --max-cost ${max_cost:g} (calls answered by a cache cost nothing)")
     if getattr(args, "mlflow", None) is not None:
         from critique.analysis import mlflow_log
 

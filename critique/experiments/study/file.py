@@ -43,6 +43,7 @@ SETTINGS = {  # top-level field -> (type, what it is)
     "cache_dir": (str, "response and embedding cache"),
     "use_cache": (bool, "read and write the shared response cache"),
     "cache_size_gb": (float, "the response cache's size limit in GB"),
+    "max_cost": (float, "dollars the whole study may spend, over every cell: no call that could pass it is made"),
     "jobs": (int, "cells at once"),
     "backend": (str, "joblib backend"),
 }
@@ -50,7 +51,7 @@ FIELD_OF = {"retries": "num_retries"}  # study file name -> RunConfig field, whe
 MODEL_FIELD_OF = {**FIELD_OF, "name": "model"}
 TABLES = ("models", "providers", "probes", "ablations", "router")
 MODEL_FIELDS = {"name": str, "api_base": str, "reasoning_effort": str, "max_tokens": int, "temperature": float,
-                "concurrency": int, "timeout": float, "retries": int, "context_tokens": int}
+                "concurrency": int, "timeout": float, "retries": int, "context_tokens": int, "price": str}
 ABLATION_FIELDS = {"values", "quantiles", "datasets", "models"}  # quantiles: the gate's, from train
 ROUTER_FIELDS = {"routing_strategy", "model_list"}
 DEPLOYMENT_FIELDS = {"model_name", "litellm_params", "model_info"}
@@ -74,6 +75,7 @@ class Model:
     timeout: float | None = None
     retries: int | None = None
     context_tokens: int | None = None  # the model's context window (a served model litellm does not know)
+    price: str | None = None  # "IN,OUT" dollars per million tokens (a model litellm's price table lacks)
     deployments: list[dict] | None = None  # router deployments (litellm model_list entries)
 
     @property

@@ -32,6 +32,8 @@ RETRIEVALS = ("nearest", "contrast")
 # critique of the summary call that wrote it (the paper's prompt asks for none), or "cited", the critiques
 # the summary names for that line (the prompt asks; a line that names none valid falls back to its chunk).
 ADVICE_SOURCES = ("chunk", "cited")
+# How a request asks for JSON (critique.llm.formats): auto learns from a served model's first refusal.
+RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "none")
 
 
 @dataclass
@@ -70,6 +72,7 @@ class RunConfig:
     train_budget: int | None = None  # tokens (prompt + completion) each method's own offline stage may spend
     price: str | None = None  # "IN,OUT": dollars per million prompt, completion tokens (None: litellm's price table)
     max_cost: float | None = None  # dollars: no call that could take the spend past it is made (None: no cap)
+    response_format: str = "auto"  # RESPONSE_FORMATS: how a request asks for JSON (critique.llm.formats)
 
     def __post_init__(self):
         """Every setting checked here, once, whoever builds the config (the command line, a study file, the
@@ -95,7 +98,8 @@ IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature",
             "gate", "inject_budget", "retrieval",  # which retrieved entries enter a prompt
             "advice_sources",  # the summary prompts and replies
             "critic", "label_budget",  # critic, label_budget: what the critic sees of the train labels
-            "train_budget")  # train_budget: where a method's offline stage stops (the memory it builds)
+            "train_budget",  # train_budget: where a method's offline stage stops (the memory it builds)
+            "response_format")  # response_format: what the model is asked for (a form the server takes)
 # The value a run had for a setting its manifest predates, where that is not RunConfig's default:
 # every run before --prompts existed used the templates now in prompts/compact/.
 LEGACY = {"prompts": "compact"}
@@ -108,7 +112,7 @@ BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.00
 UPPER = {"gate": 1.0, "temperature": 2.0, "train_fraction": 1.0}
 # The settings that take one of a few names.
 CHOICES = {"parts": PARTS, "prompts": PROMPT_SETS, "on_mismatch": ON_MISMATCH, "retrieval": RETRIEVALS,
-           "reasoning_effort": EFFORTS, "advice_sources": ADVICE_SOURCES}
+           "reasoning_effort": EFFORTS, "advice_sources": ADVICE_SOURCES, "response_format": RESPONSE_FORMATS}
 # The type of each setting's value (None is allowed where the default is None).
 KINDS = {"dataset": str, "model": str, "strategies": list, "k": int, "parts": str, "limit": int, "seed": int,
          "max_tokens": int, "temperature": float, "reasoning_effort": str, "api_base": str, "concurrency": int,
@@ -116,7 +120,7 @@ KINDS = {"dataset": str, "model": str, "strategies": list, "k": int, "parts": st
          "train_fraction": float, "endpoint_id": str, "call_processes": int, "context_tokens": int,
          "on_mismatch": str, "prompts": str, "critic": str, "label_budget": float, "gate": float,
          "inject_budget": int, "retrieval": str, "advice_sources": str, "cache_size_gb": float,
-         "train_budget": int, "price": str, "max_cost": float}
+         "train_budget": int, "price": str, "max_cost": float, "response_format": str}
 
 
 class SettingError(UserError, ValueError):

@@ -50,6 +50,10 @@ MANIFEST = (
           "labels the critic was shown, a fraction flipped), believed (--critic self: the critic's believed answer; "
           "there is no label), budget (the gold label for the --label-budget's items, the believed answer for the "
           "others); absent in older logs: gold", analysis=True, required=False),
+    Field("response_format", "object", "{asked, used, refused}: the form requests asked for JSON in (config."
+          "response_format), the form they were sent in (auto: json_schema until a served model refused it; rewritten "
+          "when the run completes) and form -> the refusal that made auto leave it; absent in older logs "
+          "(json_schema)", required=False),
     Field("dropped_params", "object", "model -> the request parameters litellm drops for it because the provider "
           "does not support them as sent (drop_params; e.g. seed for anthropic, temperature 0 for o-series "
           "models), each deployment's model with several; [] when none; absent in older logs (not checked)",

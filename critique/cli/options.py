@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from critique.base.config import ADVICE_SOURCES, EFFORTS, ON_MISMATCH, PROMPT_SETS, RETRIEVALS, RunConfig, SettingError
+from critique.base.config import (ADVICE_SOURCES, EFFORTS, ON_MISMATCH, PROMPT_SETS, RESPONSE_FORMATS, RETRIEVALS,
+                                  RunConfig, SettingError)
 from critique.base.errors import UserError
 from critique.base.vocab import PARTS, STRATEGIES
 
@@ -69,6 +70,11 @@ RUN_OPTIONS = (
     ("--label-budget", "label_budget", {"type": float, "help": "with --critic self: the gold label for a nested "
                                         "seeded fraction F in (0, 1] of the train items, none for the rest"}),
     ("--api-base", "api_base", {"help": "endpoint of a served model (vLLM, Ollama, a proxy)"}),
+    ("--response-format", "response_format", {"metavar": choices(RESPONSE_FORMATS),
+                                              "help": "how a request asks for JSON: json_schema (OpenAI's form), "
+                                                      "json_object (with a schema: llama-cpp-python's server), none "
+                                                      "(asked in the prompt, then parsed), or auto (default): "
+                                                      "json_schema until a served model refuses it, then the next"}),
     ("--endpoint-id", "endpoint_id", {"help": "the name this endpoint's responses are cached under (default: the "
                                               "--api-base URL); give identical servers one name to share their cache"}),
     ("--timeout", "timeout", {"type": float, "help": "seconds per attempt at a call (default %(default)g)"}),

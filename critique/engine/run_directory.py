@@ -18,6 +18,7 @@ from critique.base.errors import RunError
 from critique.datasets.splits import Dataset
 from critique.engine import prompts
 from critique.engine.memory import critic
+from critique.llm import formats
 
 
 def pkey(stage: str, strategy: str | None, user: str | None, item_id: str) -> tuple:
@@ -90,7 +91,8 @@ class RunDirectory:
         if complete:
             errors = {"calls": len(self.failed_calls), "predictions": len(self.failed_predictions)}
             status = "errors" if any(errors.values()) else "complete"
-            self.manifest.update(status=status, finished=now(), errors=errors)
+            self.manifest.update(status=status, finished=now(), errors=errors,
+                                 response_format=formats.record(self.llm))  # the form auto learned, if it did
             rundir.write_json_atomic(self.out / rundir.MANIFEST, self.manifest)
         if self._lock is not None:
             self._lock.release()
@@ -133,6 +135,7 @@ class RunDirectory:
             "learner": bool(old.get("learner")) if old else self.learner,
             "local_model": self.llm.local,  # the embedded model's weights and bounds; None for other models
             "price": self.llm.price.to_json() if self.llm.price is not None else None,
+            "response_format": formats.record(self.llm),
             "dropped_params": self._dropped_params(),
             "ep_label": critic.ep_label_shows(self.config.critic, self.config.label_budget),
         })

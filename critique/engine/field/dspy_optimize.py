@@ -7,7 +7,8 @@ at the budget whatever the optimizer would do next.
 
 The compiled program (its instructions and demos) is saved in memory/<method>/<pool>.json and answers the test
 questions; its memory, for the audit, is its instructions (a note resting on the train items the optimizer saw)
-and its demos (each a note resting on its train item)."""
+and its demos (each a note resting on its train item). An optimizer the budget stopped before it returned a
+program (MIPROv2 can be) learned nothing: the task's own program, as it was given, answers, with no note."""
 
 from __future__ import annotations
 
@@ -128,9 +129,14 @@ class Optimized:
 
     def prompt(self, run, item, vector, exclude: str | None = None):
         found = memory.ready(run, self.name, item)
-        if found is None or found[0].programs.get(found[1]) is None:
+        if found is None:
             return None
         learned, pool = found
+        if learned.programs.get(pool) is None:
+            if learned.offline[pool].stopped != BUDGET:
+                return None  # the optimizer failed: missing() says why, and a rerun retries it
+            # the budget stopped it before it returned a program: the program as it was given (DSPy's student)
+            return dspy_program.test_prompt(dspy_program.signature(run), [], item.question), Retrieved([], [])
         program, notes, ids = learned.programs[pool], learned.notes[pool], learned.ids[pool]
         demos = [d for d in program.demos if ids.get(d.question) != exclude]
         prompt = dspy_program.test_prompt(program.signature, demos, item.question)
@@ -151,11 +157,7 @@ class Optimized:
         found = memory.ready(run, self.name, item)
         if found is None:
             return memory.not_ready(run, self.name, item)
-        offline = found[0].offline[found[1]]
-        if offline.stopped == BUDGET:
-            return (f"no {self.name} program: DSPy's {self.optimizer.__name__} did not finish within its "
-                    f"{offline.budget} tokens of --train-budget (a larger budget lets it)")
-        return f"no {self.name} program ({offline.stopped})"
+        return f"no {self.name} program ({found[0].offline[found[1]].stopped})"
 
     def program_file(self, out: Path, pool: str) -> Path:
         folder = memory.file_of(out, self.name).with_suffix("")

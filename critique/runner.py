@@ -66,7 +66,8 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
         llm = LLM(options, limits=limits, stop=stop, spend=spend)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    run = Run(out, config, dataset, llm, Encoder(config.encoder, cache_dir(config.cache_dir) if config.use_cache else None),
+    encoder = Encoder(config.encoder, cache_dir(config.cache_dir) if config.use_cache else None)
+    run = Run(out, config, dataset, llm, encoder,
               probe=probe, ablation=ablation, progress=progress, learner=learner)
     warn_small_pools(run)
     try:

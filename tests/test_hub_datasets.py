@@ -111,3 +111,12 @@ def test_a_mapping_file_with_an_unknown_key_is_refused(tmp_path):
     (tmp_path / "columns.toml").write_text('question = "text"\nquestoin = "x"\n')
     with pytest.raises(DatasetError, match="unknown key questoin"):
         hub.Columns.from_file(tmp_path / "columns.toml")
+
+
+def test_the_license_comes_from_the_dataset_card(tmp_path):
+    folder = tmp_path / "reviews"
+    folder.mkdir()
+    reviews().to_parquet(str(folder / "train.parquet"))
+    (folder / "README.md").write_text("---\nlicense: cc-by-4.0\n---\n# Reviews\n")
+    dataset = hub.import_dataset(f"hf:{folder}", tmp_path / "out")
+    assert dataset.card.license == "cc-by-4.0" and dataset.card.source == f"hf:{folder}"

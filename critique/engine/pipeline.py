@@ -94,8 +94,9 @@ class Run(RunDirectory):
         record = records.make(
             "call", run_id=self.run_id, stage=stage, strategy=strategy, item_id=item_id, user=user,
             model=self.config.model, **{k: v for k, v in asdict(result).items() if k != "text"},
-            cost_usd=self.llm.cost_of(result), response=result.text, template=prompt.template, template_hash=prompt.template_hash,
-            messages=prompt.messages, time=now(), probe=self.probe, ablation=self.ablation, **(extra or {}))
+            cost_usd=self.llm.cost_of(result), response=result.text, template=prompt.template,
+            template_hash=prompt.template_hash, messages=prompt.messages, time=now(), probe=self.probe,
+            ablation=self.ablation, **(extra or {}))
         rundir.append_jsonl(self.out / rundir.CALLS, record)
         if result.error is None and policy.log:  # a repetition's reply never answers another request of that hash
             self.logged[key] = record

@@ -10,7 +10,8 @@
   and the reply is parsed as any other (critique.engine.parsing.json_object finds the object in the text);
 - ``auto`` (the default): ``json_schema`` until the server refuses it. A served model (``--api-base``) whose
   first call is refused (HTTP 400, 422 or 500 naming the response_format, before any call was answered) is
-  asked again at once in the next form, and the form it answers is the one the run keeps (the manifest's ``response_format``).
+  asked again at once in the next form, and the form it answers is the one the run keeps (the manifest's
+  ``response_format``).
 
 Requests are built in the ``json_schema`` form and keyed by it (critique.llm.client), so a run's log and the
 response cache hold the same keys whichever form the server took; the form sent is the manifest's.

@@ -120,3 +120,12 @@ def test_the_license_comes_from_the_dataset_card(tmp_path):
     (folder / "README.md").write_text("---\nlicense: cc-by-4.0\n---\n# Reviews\n")
     dataset = hub.import_dataset(f"hf:{folder}", tmp_path / "out")
     assert dataset.card.license == "cc-by-4.0" and dataset.card.source == f"hf:{folder}"
+
+
+def test_a_learner_fits_on_a_hub_dataset(home, fake_llm, tmp_path):
+    from critique import Learner
+
+    reviews(8).to_parquet(str(tmp_path / "r.parquet"))
+    learner = Learner("fake/model", out=home / "learner", progress=False, k=2)
+    learner.fit(f"hf:{tmp_path / 'r.parquet'}")  # its task and answer space are the imported card's
+    assert learner.answer_space == ["neg", "pos"] and len(learner.memory.entries) == 4

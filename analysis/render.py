@@ -16,6 +16,7 @@ FORMATS = {
     "saving_total_per_query": ",.0f", "break_even_total": ",.0f",
     "p_sign": ".3g", "logs": ".3g", "published": ".3g", "p_holm": ".3g", "p_mcnemar": ".3g", "p": ".3g",
     "odds_ratio": ".2f", "rho": ".3f",
+    "dollars": ",.4f", "offline_dollars": ",.4f", "dollars_per_question": ".3g",  # cents and below stay visible
 }
 VIEW_FORMATS = {"table3": ",.0f"}  # the wide view of Table 3 holds tokens, not percentages
 DEFAULT_FORMAT = ".1f"

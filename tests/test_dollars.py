@@ -137,3 +137,10 @@ def test_a_learners_cap_holds_over_its_calls_and_stops_it_cleanly(home, fake_llm
         learner.fit(train)
     logged = calls(home / "l")
     assert logged and sum(c["cost_usd"] for c in logged) <= 2
+
+
+def test_dollars_are_shown_to_the_fraction_of_a_cent():
+    from critique.analysis.render import cell
+
+    assert cell("dollars", 0.01234) == "0.0123" and cell("offline_dollars", 1234.5) == "1,234.5000"
+    assert cell("dollars_per_question", 0.000123) == "0.000123"

@@ -13,6 +13,7 @@ from critique.analysis import logs, prices
 from critique.analysis.stats import holm, sign_test
 from critique.analysis.tabular import Table
 from critique.base import rundir, vocab
+from critique.base.price import Price
 
 KEY = "methods"
 TITLE = "The field's methods beside ours: accuracy, offline cost, break-even and paired tests (same run, same items)"
@@ -101,8 +102,13 @@ def _accuracy(answers: dict) -> dict:
             "errors": sum(bool(r.get("error")) for r in answers.values())}
 
 
+def _answered(answers: dict) -> list[dict]:
+    """The test predictions whose call answered (an error answered nothing)."""
+    return [r for r in answers.values() if not r.get("error")]
+
+
 def _per_question(answers: dict) -> float | None:
-    answered = [r for r in answers.values() if not r.get("error")]
+    answered = _answered(answers)
     if not answered:
         return None
     return sum((r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0) for r in answered) / len(answered)
@@ -127,14 +133,14 @@ def _offline_calls(run: Path, problems: list[str]) -> list[tuple]:
     return [row[:5] for row in calls if row[0] != vocab.TEST and not row[5]]
 
 
-def _method_dollars(offline: list[tuple], method: str, price: dict | None) -> float | None:
+def _method_dollars(offline: list[tuple], method: str, price: Price | None) -> float | None:
     """A field method's offline stage in dollars: its calls, each distinct request once (as its tokens)."""
     once = {request: (prompt, completion) for _, strategy, request, prompt, completion in offline
             if strategy == method}
     return prices.dollars(price, sum(p or 0 for p, _ in once.values()), sum(c or 0 for _, c in once.values()))
 
 
-def _train_stage_costs(offline: list[tuple], price: dict | None) -> dict[str, dict]:
+def _train_stage_costs(offline: list[tuple], price: Price | None) -> dict[str, dict]:
     """The critique strategies' offline cost in the same run: the whole train stage each pays
     (critique.base.vocab.OFFLINE_STAGES), its calls' prompt + completion tokens, and their dollars."""
     costs = {}
@@ -146,12 +152,11 @@ def _train_stage_costs(offline: list[tuple], price: dict | None) -> dict[str, di
     return costs
 
 
-def _dollars_per_question(answers: dict, price: dict | None) -> float | None:
-    answered = [r for r in answers.values() if not r.get("error")]
-    if not answered or price is None:
-        return None
-    return prices.dollars(price, sum(r.get("prompt_tokens") or 0 for r in answered),
-                          sum(r.get("completion_tokens") or 0 for r in answered)) / len(answered)
+def _dollars_per_question(answers: dict, price: Price | None) -> float | None:
+    answered = _answered(answers)
+    spent = prices.dollars(price, sum(r.get("prompt_tokens") or 0 for r in answered),
+                           sum(r.get("completion_tokens") or 0 for r in answered))
+    return spent / len(answered) if answered and spent is not None else None
 
 
 def _break_even(offline: int, mine: dict, label: dict | None):

@@ -26,6 +26,7 @@ import time
 from argparse import Namespace
 from pathlib import Path
 
+from critique.analysis import logs
 from critique.base import rundir
 from critique.base.config import IDENTITY
 
@@ -87,7 +88,7 @@ def log_run(client, experiment_id: str, run_dir: Path, extra: dict) -> tuple[str
     from mlflow.entities import Metric, Param
 
     run_dir = Path(run_dir)
-    manifest = json.loads((run_dir / rundir.MANIFEST).read_text(encoding="utf-8"))
+    manifest = logs.manifest(run_dir)
     state = _state(run_dir, manifest, extra)
     existing = _existing(client, experiment_id, run_dir)
     if existing is not None and existing.data.tags.get(LOGGED_TAG) == state:

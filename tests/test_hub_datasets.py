@@ -129,3 +129,12 @@ def test_a_learner_fits_on_a_hub_dataset(home, fake_llm, tmp_path):
     learner = Learner("fake/model", out=home / "learner", progress=False, k=2)
     learner.fit(f"hf:{tmp_path / 'r.parquet'}")  # its task and answer space are the imported card's
     assert learner.answer_space == ["neg", "pos"] and len(learner.memory.entries) == 4
+
+
+def test_an_unlabeled_split_the_run_does_not_use_is_not_read(tmp_path):
+    whole = reviews()
+    hidden = reviews(6, label=lambda i: -1)  # a benchmark's test split, its labels withheld
+    datasets.DatasetDict({"train": whole.select(range(12)), "validation": whole.select(range(12, 20)),
+                          "test": hidden}).save_to_disk(tmp_path / "saved")
+    dataset = hub.import_dataset(f"hf:{tmp_path / 'saved'}", tmp_path / "x", hub.Columns(test_split="validation"))
+    assert (len(dataset.train), len(dataset.test)) == (12, 8)

@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field, fields
 
 from critique.base.errors import UserError
+from critique.base.price import parse_price
 from critique.base.rundir import add_url_secrets
 from critique.base.vocab import PARTS, STRATEGIES, known_strategies
 
@@ -231,19 +232,6 @@ def canonical_critic(critic: str, label_budget: float | None = None) -> tuple[st
             return "gold", None
         label_budget = float(label_budget)
     return text, label_budget
-
-
-def parse_price(text: str) -> tuple[float, float]:
-    """(input, output) dollars per million tokens of ``--price IN,OUT``; ValueError saying what is wrong."""
-    parts = str(text).split(",")
-    try:
-        values = tuple(float(p) for p in parts)
-    except ValueError:
-        values = ()
-    if len(values) != 2 or not all(math.isfinite(v) and v >= 0 for v in values):
-        raise ValueError(f"must be IN,OUT: dollars per million prompt and completion tokens, two numbers >= 0 "
-                         f"(e.g. 0.15,0.6), not {text!r}")
-    return values
 
 
 def noise_rate(critic: str) -> float:

@@ -5,29 +5,9 @@ for has none (None), and every figure in dollars then says so rather than guess.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from critique.base.price import PER_MILLION, Price, parse_price
 
-from critique.base.config import parse_price
-
-PER_MILLION = 1_000_000
 EMBEDDED = "local/"  # critique.llm.local.PROVIDER's models: in process
-
-
-@dataclass(frozen=True)
-class Price:
-    input: float  # dollars per million prompt tokens
-    output: float  # dollars per million completion tokens
-    source: str  # where the price comes from: "--price", "litellm", "embedded"
-
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """Dollars of that many prompt and completion tokens."""
-        return (prompt_tokens * self.input + completion_tokens * self.output) / PER_MILLION
-
-    def to_json(self) -> dict:
-        return {"input_per_million": self.input, "output_per_million": self.output, "source": self.source}
-
-    def shown(self) -> str:
-        return f"${self.input:g}/${self.output:g} per million prompt/completion tokens ({self.source})"
 
 
 def price_of(model: str, given: str | None = None) -> Price | None:

@@ -13,8 +13,9 @@ $(BIN)/critique: pyproject.toml setup/venv.sh setup/llama-cpp-python.cmake
 
 setup: $(BIN)/critique
 
-demo: setup  ## README command 1: set up, then the demo run on the embedded model
-	$(BIN)/critique run --dataset mcr-gen --model local/smollm2 --limit 25 --prompts compact --out runs/demo
+demo: setup  ## README command 1: set up, then the demo run: the positive control on the embedded model that learns
+	$(BIN)/critique run --dataset control-pos --model local/qwen2.5-coder-0.5b --limit 25 --prompts turns \
+	    --example-order nearest-last --answer-by loglikelihood --strategies zero_shot,EP_LABEL,EP_CRIT --out runs/demo
 
 test: setup  ## README command 2: the test suite
 	$(BIN)/python -m pytest -q

@@ -31,7 +31,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationWarning
 
 from critique.analysis.stats import holm
-from critique.base.vocab import BASELINES, CRITIQUE_STRATEGIES, STRATEGIES
+from critique.base.vocab import BASELINES, CRITIQUE_STRATEGIES, EP_LABEL, STRATEGIES, ZERO_SHOT
 
 KEY = ["model", "dataset", "strategy", "user", "item_id"]
 PAIRED_COLUMNS = ["model", "dataset", "strategy", "baseline", "n", "acc_strategy", "acc_baseline", "diff",
@@ -39,6 +39,9 @@ PAIRED_COLUMNS = ["model", "dataset", "strategy", "baseline", "n", "acc_strategy
 POOLED_COLUMNS = ["strategy", "baseline", "odds_ratio", "ci_low", "ci_high", "p", "method"]
 SPREAD_COLUMNS = ["model", "dataset", "strategy", "repeats", "mean", "sd", "min", "max"]
 PAIRS = [(strategy, baseline) for strategy in CRITIQUE_STRATEGIES for baseline in BASELINES]
+# What a control tests first: the label memory against no memory (the positive control: copying the nearest
+# example's label is right; the negative control: it is not)
+CONTROL_PAIRS = [(EP_LABEL, ZERO_SHOT)]
 POOLED_CONFIDENCE = 0.95
 GEE_MAXITER = 25
 
@@ -102,8 +105,10 @@ def _bootstrap(differences: np.ndarray, rng: np.random.Generator, resamples: int
     return float(low), float(high)
 
 
-def paired(frame: pd.DataFrame, seed: int = 0, resamples: int = 2000, confidence: float = 0.95) -> pd.DataFrame:
-    """Each critique strategy against each baseline, per (model, dataset) cell, paired per item.
+def paired(frame: pd.DataFrame, seed: int = 0, resamples: int = 2000, confidence: float = 0.95,
+           pairs: list[tuple[str, str]] = PAIRS) -> pd.DataFrame:
+    """Each critique strategy against each baseline (or each of `pairs`), per (model, dataset) cell, paired per
+    item.
 
     One row per cell, critique strategy (EP_CRIT, SEM_CRIT, EP+SEM_CRIT) and baseline (zero_shot,
     EP_LABEL) that both have predictions in that cell for at least one common item. Items are
@@ -129,7 +134,7 @@ def paired(frame: pd.DataFrame, seed: int = 0, resamples: int = 2000, confidence
             user_values = cell.index.get_level_values("user").to_numpy(dtype=str)
             has_users = bool((user_values != "").any())
             values = {name: column for name, column in zip(cell.columns, cell.to_numpy().T)}
-            for strategy, baseline in PAIRS:
+            for strategy, baseline in pairs:
                 if strategy not in values or baseline not in values:
                     continue
                 matched = ~np.isnan(values[strategy]) & ~np.isnan(values[baseline])

@@ -30,6 +30,8 @@ TITLES = {
               "dataset)",
     "pooled": "Item-level: pooled odds ratio of each critique strategy against each baseline, over every (model, "
               "dataset) of one experiment",
+    "controls": "Item-level: the label memory against no memory (EP_LABEL over zero_shot) in each control, per "
+                "(model, dataset)",
     "table2_holm": "Table 2 with Holm-adjusted sign-test p-values (one family per experiment)",
     "c4_within": "C4 within dataset: Spearman between suggestibility and the EP+SEM_CRIT gain",
     "spread": "Run-to-run spread of accuracy (%) over repeats of one cell (consistency-probe repeats; seeds)",
@@ -49,7 +51,7 @@ class Inference:
     c4_within: dict | None = None  # claims.C4.within_dataset
 
 
-def _test_rows(outcomes):
+def test_rows(outcomes):
     plain = outcomes["probe"].isna() & outcomes["ablation"].isna()
     return outcomes[plain & (outcomes["stage"] == vocab.TEST) & outcomes["strategy"].notna()]
 
@@ -64,7 +66,7 @@ def _repeats(outcomes):
     if len(repeats):
         parts.append(repeats.assign(strategy=f"{vocab.ZERO_SHOT} (consistency probe)",
                                     repeat=repeats["strategy"].str.removeprefix("repeat-")))
-    tests = _test_rows(outcomes)
+    tests = test_rows(outcomes)
     if len(tests):
         several = tests[tests.groupby(["base_model", "dataset", "unseeded"])["seed"].transform("nunique") > 1]
         if len(several):
@@ -101,10 +103,13 @@ def compute(metas: list[dict], seed: int = SEED, resamples: int = RESAMPLES) -> 
 
     logs = frames.Logs(metas)
     outcomes = logs.outcomes()
-    paired, pooled, left_out = [], [], []
-    for condition, tests in experiments(metas, _test_rows(outcomes)):
+    paired, pooled, left_out, controls = [], [], [], []
+    for condition, tests in experiments(metas, test_rows(outcomes)):
         paired += [{"condition": condition, **r} for r in _marked(inference.records(inference.paired(
             tests, seed=seed, resamples=resamples, confidence=CONFIDENCE)), tests)]
+        if "control=" in condition:
+            controls += [{"condition": condition, **r} for r in _marked(inference.records(inference.paired(
+                tests, seed=seed, resamples=resamples, confidence=CONFIDENCE, pairs=inference.CONTROL_PAIRS)), tests)]
         clean, left = _without_errors(tests)
         pooled += [{"condition": condition, **r} for r in inference.records(inference.pooled(clean))]
         left_out += [f"{condition}: {cell}" if condition else cell for cell in left]
@@ -112,7 +117,8 @@ def compute(metas: list[dict], seed: int = SEED, resamples: int = RESAMPLES) -> 
         if row["ci_low"] is not None and row["ci_low"] == row["ci_high"]:
             row["ci_low"] = row["ci_high"] = row["p"] = None
     repeated = _repeats(outcomes)
-    return {"paired": paired, "pooled": pooled, "pooled_left_out": left_out, "errors": logs.errors,
+    return {"paired": paired, "pooled": pooled, "pooled_left_out": left_out, "controls": controls,
+            "errors": logs.errors,
             "repeat_spread": inference.records(inference.repeat_spread(repeated)) if repeated is not None else [],
             "seed": seed, "resamples": resamples, "confidence": CONFIDENCE, "when": WHEN}
 
@@ -200,6 +206,7 @@ def tables(data: dict, result: Result) -> Inference:
         out.append(Table("paired", TITLES["paired"], skipped="no (model, dataset) point has a critique strategy and "
                                                              "a baseline answered on the same items"))
     out.append(_pooled_table(data))
+    out.append(_controls_table(data))
     table2 = result.table("table2")
     holm_rows = [] if table2.skipped else [{**r, "p_holm": p} for r, p in zip(table2.rows, data["table2_p_holm"])]
     holm_columns = _named(["critique", "baseline", "n", "mean", "wins", "losses", "ties", "p_sign", "p_holm"],
@@ -216,6 +223,7 @@ def tables(data: dict, result: Result) -> Inference:
                                                              "that differ in their seed alone)"))
     json_data = {k: data[k] for k in ("paired", "pooled", "pooled_left_out", "repeat_spread", "seed", "resamples",
                                       "confidence", "when")}
+    json_data["controls"] = data.get("controls", [])
     json_data["table2_holm"] = holm_rows
     return Inference(out, json_data, data["c4_within"])
 
@@ -238,6 +246,20 @@ def _pooled_table(data: dict) -> Table:
     columns = _named(POOLED, data["pooled"])
     return Table("pooled", TITLES["pooled"], columns, records(data["pooled"], columns), note=note,
                  formats={"ci_low": ".2f", "ci_high": ".2f"})
+
+
+def _controls_table(data: dict) -> Table:
+    """EP_LABEL over zero_shot at each control point: the harness sees an effect where one exists (control=positive)
+    and invents none where none exists (control=negative)."""
+    rows = data.get("controls") or []
+    if not rows:
+        return Table("controls", TITLES["controls"], skipped="no control (control-pos, control-neg) with EP_LABEL and "
+                                                             "zero_shot answered on the same items")
+    columns = _named(PAIRED, rows)
+    note = ("the columns as in the paired table; p_mcnemar: exact McNemar on the discordant items; p_holm: Holm over "
+            "the control points of its experiment. A positive control should show a large gain with a tiny p, a "
+            "negative control none beyond chance")
+    return Table("controls", TITLES["controls"], columns, records(rows, columns), note=note)
 
 
 def _c4_table(within: dict | None, result: Result) -> Table:

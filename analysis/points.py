@@ -53,13 +53,28 @@ def conditions(labels: dict) -> dict[tuple, str]:
     another's critic=gold experiment; "" when no setting differs. A control dataset's point is its own
     experiment ("control=positive", critique.base.vocab.CONTROLS), never pooled with the study's datasets."""
     keys = condition_keys(labels)
+    apart = [k for k in across_models(labels) if k not in keys]
     shown = {None: "default"}
     out = {}
     for point, about in labels.items():
-        values = [f"{k}={shown.get(about['settings'].get(k), about['settings'].get(k))}" for k in keys]
+        settings = about["settings"]
+        values = [f"{k}={shown.get(settings.get(k), settings.get(k))}" for k in keys]
+        values += [f"{k}={settings.get(k)}" for k in apart if settings.get(k) != _DEFAULTS[k]]
         control = CONTROLS.get(point[1])
         out[point] = ", ".join(values + ([f"control={control}"] if control else []))
     return out
+
+
+def across_models(labels: dict) -> list[str]:
+    """The run settings (RunConfig's fields) in which the plain runs of one dataset differ from one model to
+    another: two models asked in two prompt layouts are two experiments, never one sign test. A point names
+    such a setting only where it is not the default, so the default runs keep their names."""
+    by_dataset: dict[str, list[dict]] = {}
+    for (_, dataset), about in labels.items():
+        by_dataset.setdefault(dataset, []).append(about["settings"])
+    order = list(dict.fromkeys(k for about in labels.values() for k in about["settings"]))
+    return [k for k in order if k != "seed" and k in _DEFAULTS
+            and any(len({repr(s.get(k)) for s in members}) > 1 for members in by_dataset.values())]
 
 
 _DEFAULTS = {f.name: f.default for f in fields(RunConfig)}
@@ -71,7 +86,7 @@ def _default(settings: dict, keys: list[str]) -> bool:
 
 def condition_order(labels: dict) -> list[str]:
     """The conditions of `conditions`, the default settings' first, then by name."""
-    keys, first = condition_keys(labels), {}
+    keys, first = condition_keys(labels) + across_models(labels), {}
     for point, cond in conditions(labels).items():
         first[cond] = first.get(cond, False) or _default(labels[point]["settings"], keys)
     return sorted(first, key=lambda cond: (not first[cond], name_key(cond)))
@@ -102,7 +117,7 @@ def studies(cells: Cells) -> list[Study]:
     in their seed alone count as one point, the mean over seeds (keyed by the model's own name). A point or
     strategy whose predictions errored is left out (`_errored`); each study's notes say what was done."""
     labels = cells.labels or {}
-    condition, keys = conditions(labels), condition_keys(labels)
+    condition, keys = conditions(labels), condition_keys(labels) + across_models(labels)
     found: dict[str, Study] = {}
 
     def study(point) -> Study:

@@ -11,14 +11,15 @@ from critique.analysis import cells, logs, tally
 from critique.analysis.load import load
 from critique.analysis.read import PREDICTION_FIELDS
 from critique.analysis.tabular import strategy_order
+from critique.base.vocab import STRATEGIES, ZERO_SHOT
 
 COLUMNS = ("strategy", "n", "accuracy", "timeout_rate", "overflow_rate", "parse_fail_rate", "errors",
            "tokens_per_question")
 
 
-def rows(run_dir: Path) -> list[dict]:
+def rows(run_dir: Path, found_logs=None) -> list[dict]:
     """One row per strategy of the run's test stage (COLUMNS), in the study's order."""
-    found = cells.from_logs(load([str(run_dir)], workers=1))
+    found = cells.from_logs(found_logs or load([str(run_dir)], workers=1))
     tokens = {r["strategy"]: r["tokens_per_question"] for r in found.tokens}
     by_strategy = {r["strategy"]: r for r in found.accuracy}
     return [{**{c: by_strategy[s].get(c) for c in COLUMNS}, "tokens_per_question": tokens.get(s)}
@@ -44,8 +45,32 @@ def print_table(run_dir: Path) -> None:
     print("| strategy | n | accuracy % | timeouts % | context overflows % | parse failures % | errors | "
           "tokens/question |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for r in rows(run_dir):
+    found = load([str(run_dir)], workers=1)
+    table = rows(run_dir, found)
+    for r in table:
         print(f"| {r['strategy']} | {r['n']} | {_shown(r['accuracy'])} | {_shown(r['timeout_rate'])} "
               f"| {_shown(r['overflow_rate'])} | {_shown(r['parse_fail_rate'])} | {r['errors']} "
               f"| {_shown(r['tokens_per_question'])} |")
     print()
+    if len(table) > 1 and any(r["strategy"] == ZERO_SHOT for r in table):
+        for line in against_zero_shot(found):
+            print(line)
+        print()
+
+
+def against_zero_shot(found) -> list[str]:
+    """One line per strategy: its paired difference from zero_shot on the items both answered, with the
+    discordant items and the exact McNemar p (analysis.inference.paired, as `critique tables --inference`)."""
+    from critique.analysis import frames, inference, items
+
+    tests = items.test_rows(frames.Logs(found.runs).outcomes())
+    pairs = [(s, ZERO_SHOT) for s in STRATEGIES if s != ZERO_SHOT]
+    lines = []
+    for r in inference.records(inference.paired(tests, pairs=pairs)):
+        p = "no discordant item" if r["p_mcnemar"] is None else f"exact McNemar p = {r['p_mcnemar']:.2g}"
+        lines.append(f"{r['strategy']} vs zero_shot on the same {r['n']} items: {r['diff']:+.1f} points "
+                     f"({r['discordant_wins']} right only under {r['strategy']}, {r['discordant_losses']} only under "
+                     f"zero_shot; {p})")
+    if len(lines) > 1:
+        lines.append(f"(each p alone; over the {len(lines)} comparisons, Holm's: `critique tables --inference`)")
+    return lines

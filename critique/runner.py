@@ -48,7 +48,7 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     from critique.engine.pipeline import Run
     from critique.base.paths import cache_dir, check_cache_location
     from critique.llm.client import LLM, check_model, llm_config
-    from critique.llm.spend import Spend
+    from critique.llm.spend import Spend, logged_cost
 
     dataset = resolve(config.dataset, config.data_dir).limited(config.limit)
     if Path(out).resolve().is_relative_to(Path(dataset.path).resolve()):
@@ -57,7 +57,8 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     if not learner and not dataset.test:
         raise UserError(f"{dataset.path}: the test split is empty (nothing to answer)")
     options = replace(llm_config(config), deployments=deployments, routing_strategy=routing_strategy)
-    if spend is None and config.max_cost is not None:
+    own_account = spend is None and config.max_cost is not None
+    if own_account:
         spend = Spend(config.max_cost)
     try:
         check_model(options)
@@ -74,6 +75,8 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
         run.open()
     except RunError as exc:
         raise UserError(str(exc)) from None
+    if own_account:  # the cap is the run's: what its logged calls cost counts (a study seeds its own account)
+        spend.seed(logged_cost([out]))
     return run
 
 

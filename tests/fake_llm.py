@@ -12,7 +12,8 @@ an event then knows how far it can have gone, whatever the machine's speed). FAK
 puts TEXT into every reply's free-text fields, and FAKE_LLM_FAIL=KIND,... makes every call of
 those kinds (answer, critique, summary) fail with a long error message that ends in
 FAKE_LLM_ECHO, as a provider that echoes the key would (secret tests). FAKE_LLM_CONTEXT=N refuses
-a prompt of more than N (whitespace) tokens with litellm's ContextWindowExceededError.
+a prompt of more than N (whitespace) tokens with litellm's ContextWindowExceededError; FAKE_LLM_USAGE_FACTOR=F
+reports F times the reply's tokens as its usage (a provider that bills more than the reply's length).
 FAKE_LLM_CRITIC_WRONG=LABEL,... makes a critique told one of those labels assert another one ("1",
 or "2" when told "1"); a critique asked again (a request with an earlier assistant reply: the
 recritique) asserts the label it was told, unless that label is in FAKE_LLM_RECRITIC_WRONG. A self critic
@@ -145,7 +146,7 @@ class FakeLLM(CustomLLM):
         text = _reply(messages, schema)
         CALLS.append({"model": model, "messages": messages, "seed": (optional_params or {}).get("seed"),
                       "temperature": (optional_params or {}).get("temperature")})
-        completion_tokens = len(text.split())
+        completion_tokens = len(text.split()) * int(os.environ.get("FAKE_LLM_USAGE_FACTOR", "1"))
         return litellm.ModelResponse(
             id=f"fake-{uuid.uuid4().hex}", model=model,
             choices=[{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],

@@ -144,3 +144,53 @@ def test_dollars_are_shown_to_the_fraction_of_a_cent():
 
     assert cell("dollars", 0.01234) == "0.0123" and cell("offline_dollars", 1234.5) == "1,234.5000"
     assert cell("dollars_per_question", 0.000123) == "0.000123"
+
+
+def _paid(out) -> float:
+    return sum(c["cost_usd"] for c in calls(out) if not c["cached"])
+
+
+def test_a_cap_spends_up_to_itself_with_calls_queued_behind_their_slots(home, fake_llm, capsys):
+    """Calls waiting for a concurrency slot reserve nothing: the run spends until the next call could pass the cap,
+    not until the queued calls' reservations add up to it."""
+    out = home / "queued"
+    priced = ("--price", "1000,1000", "--max-tokens", "200", "--no-cache", "--concurrency", "2")
+    bound = 1000 * (200 + 400) / 1e6  # a call's bound: its reply of 200 tokens and a prompt under 400, at $1000/M
+    assert run(out, *priced, "--max-cost", "3", limit=12) == 3
+    spent = _paid(out)
+    assert spent <= 3 and spent > 3 - 3 * bound, spent  # stopped near the cap, not at the first calls
+    assert len(calls(out)) >= 6
+
+
+def test_the_cap_is_the_runs_over_reruns(home, fake_llm, capsys):
+    out = home / "reruns"
+    priced = ("--price", "1000,1000", "--max-tokens", "200", "--no-cache")
+    for _ in range(5):
+        run(out, *priced, "--max-cost", "1.5")
+    assert 0 < _paid(out) <= 1.5
+    made = len(fake_llm.CALLS)
+    assert run(out, *priced, "--max-cost", "1.5") == 3 and len(fake_llm.CALLS) == made  # nothing left to spend
+
+
+def test_a_provider_that_bills_more_than_the_bound_stops_the_calls_after_it(home, fake_llm, capsys, monkeypatch):
+    monkeypatch.setenv("FAKE_LLM_USAGE_FACTOR", "2000")  # each reply billed far past its --max-tokens bound
+    out = home / "overshoot"
+    priced = ("--price", "1000,1000", "--max-tokens", "200", "--no-cache", "--concurrency", "2")
+    assert run(out, *priced, "--max-cost", "5", limit=12) == 3  # room for the bounds of 8 calls
+    spent, after = 0.0, 0
+    for call in calls(out):  # in the order they were answered
+        after += spent > 5
+        spent += call["cost_usd"]
+    assert spent > 5 and after <= 1  # once the spend passed the cap, only the call then in flight was answered
+    assert "--max-cost $5 " in capsys.readouterr().err
+
+
+def test_a_study_rerun_counts_what_its_runs_spent_before(home, fake_llm, capsys):
+    study = home / "study.toml"
+    study.write_text('datasets = ["mcr-gen"]\nlimit = 6\nk = 2\nstrategies = ["zero_shot", "EP_CRIT"]\nout = "out"\n'
+                     'jobs = 1\nuse_cache = false\nmax_tokens = 50\n\n'
+                     '[[models]]\nname = "fake/model"\nprice = "1000,1000"\n')
+    for _ in range(8):
+        main(["study", str(study), "--max-cost", "0.5"])
+    spent = sum(_paid(folder) for folder in (home / "out").iterdir() if folder.is_dir())
+    assert 0 < spent <= 0.5

@@ -175,3 +175,44 @@ def test_a_control_dataset_is_its_own_experiment_never_pooled_with_the_study(tmp
     assert best["zero_shot"]["n"] == 2 and best["zero_shot"]["mean"] == pytest.approx(20.0)  # d1, d2 only
     assert {r["n"] for r in control} == {1}
     assert [r for r in control if r["critique"] == "EP+SEM_CRIT" and r["baseline"] == "zero_shot"][0]["mean"] == 80.0
+
+
+def test_two_models_asked_in_two_layouts_are_two_experiments(tmp_path, capsys):
+    """One model in the paper's layout and another in the turns layout, on one dataset: a setting that differs
+    from model to model parts the experiments too, named where it is not the default."""
+    plain_run(tmp_path / "small", model="small", dataset="control-pos", right=(1, 1, 1, 1, 1))
+    plain_run(tmp_path / "big", model="big", dataset="control-pos", right=(1, 5, 5, 5, 5), prompts="turns",
+              templates={name: "t" * 64 for name in synthetic.TEMPLATES})
+    code, out, err = tables(capsys, tmp_path, "--format", "json")
+    assert code == 0, err
+    conditions = {r["condition"] for r in json.loads(out)["table2"]}
+    assert conditions == {"control=positive", "prompts=turns, control=positive"}
+
+
+def test_each_control_tests_the_label_memory_against_no_memory_item_by_item(tmp_path, capsys):
+    from critique.analysis.inference import mcnemar_exact
+
+    plain_run(tmp_path / "pos", dataset="control-pos", right=(2, 20, 20, 20, 20), n=25)
+    plain_run(tmp_path / "neg", dataset="control-neg", right=(6, 6, 6, 6, 6), n=25)
+    code, out, err = tables(capsys, tmp_path, "--format", "json", "--inference")
+    assert code == 0, err
+    rows = {r["condition"]: r for r in json.loads(out)["inference"]["controls"]}
+    positive, negative = rows["control=positive"], rows["control=negative"]
+    assert (positive["strategy"], positive["baseline"]) == ("EP_LABEL", "zero_shot")
+    assert (positive["discordant_wins"], positive["discordant_losses"]) == (18, 0)
+    assert positive["p_mcnemar"] == pytest.approx(mcnemar_exact(18, 0)) and positive["p_mcnemar"] < 1e-5
+    assert negative["diff"] == 0 and negative["discordant_wins"] == negative["discordant_losses"] == 0
+
+
+def test_the_run_table_says_each_strategy_against_zero_shot_item_by_item(tmp_path, capsys):
+    from critique.analysis.inference import mcnemar_exact
+    from critique.analysis.run_table import print_table
+
+    plain_run(tmp_path / "pos", dataset="control-pos", right=(2, 20, 2, 2, 2), n=25)
+    print_table(tmp_path / "pos")
+    out = capsys.readouterr().out
+    assert (f"EP_LABEL vs zero_shot on the same 25 items: +72.0 points (18 right only under EP_LABEL, 0 only under "
+            f"zero_shot; exact McNemar p = {mcnemar_exact(18, 0):.2g})") in out
+    assert "EP_CRIT vs zero_shot on the same 25 items: +0.0 points (0 right only under EP_CRIT, 0 only under " \
+           "zero_shot; no discordant item)" in out
+    assert "over the 4 comparisons, Holm's" in out

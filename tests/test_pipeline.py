@@ -180,7 +180,8 @@ class _Calls:
 
         self.logged, self._pending, self.sent, self.cancelled = {}, {}, 0, 0
         self.started, self.release = asyncio.Event(), asyncio.Event()
-        self.llm = SimpleNamespace(request=lambda messages, schema, name, seed=None, temperature=None: messages,
+        self.llm = SimpleNamespace(request=lambda messages, schema, name, seed=None, temperature=None,
+                                   content_free=None: messages,
                                    request_hash=lambda r: "h")
 
     async def _send(self, key, *rest):

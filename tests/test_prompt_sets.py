@@ -176,8 +176,9 @@ def run(out, *extra):
 
 
 def test_the_set_is_in_the_manifest_the_call_records_and_every_request_hash(home, fake_llm, capsys):
-    assert RunConfig.prompts == "paper" and set(PROMPT_SETS) == {"paper", "compact"}
+    assert RunConfig.prompts == "paper" and set(PROMPT_SETS) == {"paper", "compact", "turns"}
     assert run(home / "paper") == 0 and run(home / "compact", "--prompts", "compact") == 0
+    assert run(home / "turns", "--prompts", "turns") == 0
     hashes = {}
     for prompt_set in PROMPT_SETS:
         data = rundir.read_run(home / prompt_set)
@@ -189,8 +190,9 @@ def test_the_set_is_in_the_manifest_the_call_records_and_every_request_hash(home
         hashes[prompt_set] = {c["request_hash"] for c in data["calls"]}
         sem = json.loads((home / prompt_set / "memory" / "semantic.json").read_text())["all"]
         assert sem["template_hash"] == prompts.template_hash("summary.j2", prompt_set)
-    assert len(hashes["paper"]) == len(hashes["compact"]) == 3 + 3 + 1 + 9
+    assert len(hashes["paper"]) == len(hashes["compact"]) == len(hashes["turns"]) == 3 + 3 + 1 + 9
     assert not hashes["paper"] & hashes["compact"]  # the cache never answers one set with the other's reply
+    assert not hashes["turns"] & (hashes["paper"] | hashes["compact"])
     # a run directory belongs to one set
     capsys.readouterr()
     assert run(home / "paper", "--prompts", "compact") == 2

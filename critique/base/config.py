@@ -20,8 +20,18 @@ DEFAULT_EFFORT = "medium"
 # (critique.engine.memory.critic): keep it (as the paper), drop it, or ask the critic once more.
 ON_MISMATCH = ("keep", "drop", "recritique")
 # Prompt sets, each a folder prompts/<name>/ of the same templates: "paper" follows the study's
-# prompts (their parts, order and framing); "compact" is the set shaped for prompt-prefix reuse.
-PROMPT_SETS = ("paper", "compact")
+# prompts (their parts, order and framing); "compact" is the set shaped for prompt-prefix reuse; "turns" is
+# the paper set with the EP strategies' retrieved examples as earlier turns of the conversation.
+PROMPT_SETS = ("paper", "compact", "turns")
+TURN_SETS = ("turns",)  # the sets whose performance prompts are conversations (critique.engine.agents.turns)
+# The order in which an EP prompt shows its retrieved examples (critique.engine.performance): the nearest
+# first (the study's), or the nearest last, next to the question.
+EXAMPLE_ORDERS = ("nearest-first", "nearest-last")
+# How the performance agent's answer is read (critique.llm.loglikelihood): "generate" (the model writes its
+# reply under the answer schema), "loglikelihood" (the embedded model scores each option's reply after the
+# prompt and the best is the answer, as lm-eval scores multiple-choice tasks), or "calibrated" (those scores
+# less the scores after the same prompt with a content-free question: contextual calibration).
+ANSWER_BY = ("generate", "loglikelihood", "calibrated")
 # Who grades the train answers (critique.engine.memory.critic): "gold" (the critic is shown the gold
 # label, the study), "noisy:R" (a seeded fraction R of the labels flipped before the critic sees them)
 # or "self" (no label: the critic judges the answer itself). "noisy:0" is "gold" (canonical_critic).
@@ -74,6 +84,8 @@ class RunConfig:
     price: str | None = None  # "IN,OUT": dollars per million prompt, completion tokens (None: litellm's price table)
     max_cost: float | None = None  # dollars: no call that could take the spend past it is made (None: no cap)
     response_format: str = "auto"  # RESPONSE_FORMATS: how a request asks for JSON (critique.llm.formats)
+    example_order: str = "nearest-first"  # EXAMPLE_ORDERS: where an EP prompt puts its nearest example
+    answer_by: str = "generate"  # ANSWER_BY: the answer written by the model, or the best-scored option
 
     def __post_init__(self):
         """Every setting checked here, once, whoever builds the config (the command line, a study file, the
@@ -100,7 +112,8 @@ IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature",
             "advice_sources",  # the summary prompts and replies
             "critic", "label_budget",  # critic, label_budget: what the critic sees of the train labels
             "train_budget",  # train_budget: where a method's offline stage stops (the memory it builds)
-            "response_format")  # response_format: what the model is asked for (a form the server takes)
+            "response_format",  # response_format: what the model is asked for (a form the server takes)
+            "example_order", "answer_by")  # how the examples are laid out, how an answer is read
 # The value a run had for a setting its manifest predates, where that is not RunConfig's default:
 # every run before --prompts existed used the templates now in prompts/compact/.
 LEGACY = {"prompts": "compact"}
@@ -113,7 +126,8 @@ BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.00
 UPPER = {"gate": 1.0, "temperature": 2.0, "train_fraction": 1.0}
 # The settings that take one of a few names.
 CHOICES = {"parts": PARTS, "prompts": PROMPT_SETS, "on_mismatch": ON_MISMATCH, "retrieval": RETRIEVALS,
-           "reasoning_effort": EFFORTS, "advice_sources": ADVICE_SOURCES, "response_format": RESPONSE_FORMATS}
+           "reasoning_effort": EFFORTS, "advice_sources": ADVICE_SOURCES, "response_format": RESPONSE_FORMATS,
+           "example_order": EXAMPLE_ORDERS, "answer_by": ANSWER_BY}
 # The type of each setting's value (None is allowed where the default is None).
 KINDS = {"dataset": str, "model": str, "strategies": list, "k": int, "parts": str, "limit": int, "seed": int,
          "max_tokens": int, "temperature": float, "reasoning_effort": str, "api_base": str, "concurrency": int,
@@ -121,7 +135,8 @@ KINDS = {"dataset": str, "model": str, "strategies": list, "k": int, "parts": st
          "train_fraction": float, "endpoint_id": str, "call_processes": int, "context_tokens": int,
          "on_mismatch": str, "prompts": str, "critic": str, "label_budget": float, "gate": float,
          "inject_budget": int, "retrieval": str, "advice_sources": str, "cache_size_gb": float,
-         "train_budget": int, "price": str, "max_cost": float, "response_format": str}
+         "train_budget": int, "price": str, "max_cost": float, "response_format": str, "example_order": str,
+         "answer_by": str}
 
 
 class SettingError(UserError, ValueError):

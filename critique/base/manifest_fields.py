@@ -89,7 +89,7 @@ CONFIG = (
     Field("call_processes", "integer", "worker processes that made the calls (0: the run's own)", required=False),
     Field("context_tokens", "integer|null", "--context-tokens: the model's context window as the user gave it (null: "
           "the embedded model's n_ctx, else litellm's max_input_tokens, else unknown)", required=False),
-    Field("prompts", "string", "the prompt set, a folder prompts/<set>/: paper or compact (absent: written before "
+    Field("prompts", "string", "the prompt set, a folder prompts/<set>/: paper, compact or turns (absent: written before "
           "the setting existed, compact)", analysis=True, required=False),
     Field("on_mismatch", "string", "--on-mismatch: what enters episodic memory when a critique's assertion "
           "does not name the label the critic was shown: keep (flagged, as the paper), drop "
@@ -121,6 +121,12 @@ CONFIG = (
     Field("response_format", "string", "--response-format: how requests ask for JSON (auto, json_schema, "
           "json_object, none; the manifest's response_format says the form sent); absent in older logs: auto "
           "(json_schema)", analysis=True, required=False),
+    Field("example_order", "string", "--example-order: where an EP prompt puts its nearest retrieved example, "
+          "nearest-first (the study's) or nearest-last; absent in older logs: nearest-first", analysis=True,
+          required=False),
+    Field("answer_by", "string", "--answer-by: generate (the model writes its answer), loglikelihood (the embedded "
+          "model's best-scored option) or calibrated (those scores less a content-free prompt's); absent in older "
+          "logs: generate", analysis=True, required=False),
     Field("max_cost", "number|null", "--max-cost: the dollars this run may spend (no call that could pass them is "
           "made); null: no cap of its own (a study's cap is the study's)", required=False),
     Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "
@@ -136,4 +142,7 @@ DATASET = (
     Field("users", "array", "the users (preference data)"),
     Field("n_train", "integer", "train items used"),
     Field("n_test", "integer", "test items used"),
+    Field("train_kept", "string", "what --limit kept of train: all (no limit), first (the first N items) or twins (a "
+          "control: the train twins of the test items kept); absent in older logs: first with a limit, else all",
+          required=False),
 )

@@ -71,6 +71,12 @@ CALL = (
     Field("cut_fields", "array|null", "the embedded model: the reply's string fields that reached their length "
           "bound (cut by the grammar), as paths like local_reason or advice[2]; null for models whose replies are "
           "not bounded", required=False),
+    Field("option_scores", "object|null", "--answer-by loglikelihood or calibrated: option -> the log-likelihood of "
+          "its reply (the sum of its tokens' log-probabilities after the prompt); the answer is the best one; null "
+          "for a reply the model wrote", required=False),
+    Field("content_free_scores", "object|null", "--answer-by calibrated: option -> its log-likelihood after the same "
+          "prompt with a content-free question (N/A); the answer is the best of option_scores less these, each "
+          "normalised over the options; null otherwise", required=False),
     Field("summary_level", "integer", "summary calls: 0 for a chunk of critiques, 1 and up for a merge of the "
           "advice lists of the level below (memory/semantic.json tree)", required=False),
     Field("summary_chunk", "integer", "summary calls: the chunk's index within its level", required=False),

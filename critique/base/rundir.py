@@ -27,7 +27,7 @@ import os
 import re
 from pathlib import Path
 
-from critique.base.errors import RunError
+from critique.base.errors import RunError, UnreadableFile
 from critique.base.records import flat
 
 LOG_VERSION = 1
@@ -211,7 +211,14 @@ def read_manifest(path: str | Path) -> dict:
     path = Path(path)
     if not is_run_dir(path):
         raise FileNotFoundError(f"{path}: not a run directory (no {MANIFEST})")
-    return json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    try:
+        manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
+    except ValueError as exc:  # not UTF-8, not JSON: a damaged or planted file, read as data only
+        raise UnreadableFile(f"{path / MANIFEST}: unreadable ({type(exc).__name__}: {str(exc)[:200]}); "
+                             "restore it or use another folder") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
+        raise UnreadableFile(f"{path / MANIFEST}: not a run's manifest (no config object)")
+    return manifest
 
 
 def read_run(path: str | Path, problems: list[str] | None = None) -> dict:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from critique.base.config import (ADVICE_SOURCES, EFFORTS, ON_MISMATCH, PROMPT_SETS, RESPONSE_FORMATS, RETRIEVALS,
-                                  RunConfig, SettingError)
+from critique.base.config import (ADVICE_SOURCES, ANSWER_BY, EFFORTS, EXAMPLE_ORDERS, ON_MISMATCH, PROMPT_SETS,
+                                  RESPONSE_FORMATS, RETRIEVALS, RunConfig, SettingError)
 from critique.base.errors import UserError
 from critique.base.vocab import PARTS, STRATEGIES
 
@@ -26,8 +26,17 @@ RUN_OPTIONS = (
     ("--k", "k", {"type": int, "help": "retrieved examples for EP strategies (default %(default)s)"}),
     ("--parts", "parts", {"metavar": choices(PARTS), "help": "critique fields shown in EP examples"}),
     ("--prompts", "prompts", {"metavar": choices(PROMPT_SETS), "help": "prompt set, a folder prompts/<set>/ (default "
-                                                   "%(default)s): paper, the study's prompts, or compact, shaped for "
-                                                   "prompt-prefix reuse (the embedded demo uses it)"}),
+                                                   "%(default)s): paper, the study's prompts; compact, shaped for "
+                                                   "prompt-prefix reuse; turns, the paper set with the EP examples "
+                                                   "as earlier turns of the conversation"}),
+    ("--example-order", "example_order", {"metavar": choices(EXAMPLE_ORDERS),
+                                          "help": "where an EP prompt puts its nearest retrieved example: first "
+                                                  "(default, the study's) or last, next to the question"}),
+    ("--answer-by", "answer_by", {"metavar": choices(ANSWER_BY),
+                                  "help": "generate: the model writes its answer (default); loglikelihood: the "
+                                          "embedded model scores each option's reply after the prompt and the best "
+                                          "is the answer (as lm-eval scores multiple choice); calibrated: those "
+                                          "scores less the scores after a content-free question"}),
     ("--gate", "gate", {"type": float, "metavar": "T", "help": "inject only retrieved entries whose similarity to "
                         "the question (cosine, in [-1, 1]) is at least T; a prompt left with none is the memory-free "
                         "one (zero_shot's; SEM_CRIT's for EP+SEM_CRIT) (default: no gate)"}),

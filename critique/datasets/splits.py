@@ -147,6 +147,7 @@ class Dataset:
     path: Path
     train: list[Item]
     test: list[Item]
+    train_kept: str = "all"  # what a limit kept of train: all, first (the first N items) or twins (of the test kept)
 
     @property
     def name(self) -> str:
@@ -157,10 +158,26 @@ class Dataset:
         return dataset_checksum(self.path)
 
     def limited(self, limit: int | None) -> "Dataset":
-        """The first ``limit`` train and test items (per user for preference data)."""
+        """The first ``limit`` train and test items (per user for preference data). A dataset whose test items
+        each name their twin in train (``meta.twin``: the controls) keeps, instead of the first train items, the
+        twins of the test items it keeps, in train's order: a limited control still has its twins to copy."""
         if not limit:
             return self
-        return Dataset(self.card, self.path, _first_per_user(self.train, limit), _first_per_user(self.test, limit))
+        test = _first_per_user(self.test, limit)
+        twins = twins_of(test, self.train)
+        if twins:
+            return Dataset(self.card, self.path, [item for item in self.train if item.id in twins], test, "twins")
+        return Dataset(self.card, self.path, _first_per_user(self.train, limit), test, "first")
+
+
+def twins_of(test: list[Item], train: list[Item]) -> set[str] | None:
+    """The ids of the train twins of ``test`` (each item's ``meta.twin``), or None unless every test item names
+    a twin that train holds."""
+    ids = {(item.user, item.id) for item in train}
+    twins = [(item.user, (item.meta or {}).get("twin")) for item in test]
+    if not twins or any(twin is None or (user, twin) not in ids for user, twin in twins):
+        return None
+    return {twin for _, twin in twins}
 
 
 def _first_per_user(items: list[Item], limit: int) -> list[Item]:

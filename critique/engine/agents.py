@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from critique.base.config import TURN_SETS
 from critique.engine import parsing, prompts
 from critique.datasets.splits import Item
 from critique.llm.client import LLMResult
+from critique.llm.loglikelihood import CONTENT_FREE, reply_text
+from critique.base.vocab import EP_LABEL
+from critique.engine.strategies import STRATEGIES
 
 NO_ANSWER = "(no valid answer)"
 
@@ -20,6 +24,7 @@ class Prompt:
     template: str
     template_hash: str
     messages: list[dict]
+    content_free: list[dict] | None = None  # a performance prompt with the question N/A (--answer-by calibrated)
 
 
 def prompt(template: str, **values) -> Prompt:
@@ -31,8 +36,47 @@ def prompt(template: str, **values) -> Prompt:
 
 def performance_prompt(template: str, task: str, item: Item, answer_space: list[str], examples: list[dict],
                        advice: str | None, parts: str) -> Prompt:
-    return prompt(template, task=task, question=item.question, answer_space=answer_space,
-                  examples=examples, advice=advice or "", parts=parts)
+    """The performance agent's prompt: one user message (the paper and compact sets), or a conversation whose
+    earlier turns are the examples (a set of TURN_SETS: ``turns``)."""
+    values = dict(task=task, question=item.question, answer_space=answer_space, examples=examples,
+                  advice=advice or "", parts=parts)
+    prompt_set = prompts.set_of(task)
+    free = {**values, "question": CONTENT_FREE}
+    if prompt_set not in TURN_SETS:
+        return Prompt(**{**vars(prompt(template, **values)), "content_free": prompt(template, **free).messages})
+    return Prompt(template, prompts.template_hash(template, prompt_set), turns(template, prompt_set, values),
+                  turns(template, prompt_set, free))
+
+
+def turns(template: str, prompt_set: str, values: dict) -> list[dict]:
+    """A performance prompt as a conversation: the system message (the task, the answer's form), each example as
+    an earlier exchange (its question, then the correct answer for EP_LABEL; the agent's initial response and its
+    critique for the critique strategies), then the new question (``template``). Two user turns in a row are one
+    message: some chat templates refuse roles that do not alternate."""
+    def render(name: str, **more) -> str:
+        return prompts.render(name, prompt_set, **{**values, **more})
+
+    show_label = template == STRATEGIES[EP_LABEL].template
+    messages = [{"role": "system", "content": render("_system.j2")}]
+    for example in values["examples"]:
+        messages.append({"role": "user", "content": render("_example_question.j2", question=example["question"])})
+        messages.append({"role": "assistant",
+                         "content": reply_text(example["gold"] if show_label else example["initial_answer"])})
+        if not show_label:
+            messages.append({"role": "user", "content": render("_example_critique.j2", critique=example["critique"])})
+    messages.append({"role": "user", "content": render(template)})
+    return _joined(messages)
+
+
+def _joined(messages: list[dict]) -> list[dict]:
+    """Consecutive messages of one role as one message, their texts a blank line apart."""
+    out: list[dict] = []
+    for message in messages:
+        if out and out[-1]["role"] == message["role"]:
+            out[-1] = {"role": message["role"], "content": out[-1]["content"].rstrip("\n") + "\n\n" + message["content"]}
+        else:
+            out.append(dict(message))
+    return out
 
 
 def answer_record(result: LLMResult, item: Item, answer_space: list[str], *seed: object) -> dict:

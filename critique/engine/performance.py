@@ -26,6 +26,11 @@ def empty_pool(run, user: str | None) -> bool:
     return run.memory is not None and run.memory.size(user) == 0 and pool_of(user) not in run.semantic
 
 
+def in_order(config, examples: list[dict]) -> list[dict]:
+    """Retrieved examples (nearest first) in the order the prompt shows them (``example_order``)."""
+    return list(reversed(examples)) if config.example_order == "nearest-last" else list(examples)
+
+
 def performance_prompt(run, name: str, item: Item, vector, exclude: str | None = None):
     """(prompt, entries) of strategy `name` for `item` (whose question encodes to `vector`) in the
     pipeline.Run `run`, never showing the entry `exclude`; None when the strategy needs the semantic
@@ -45,7 +50,8 @@ def performance_prompt(run, name: str, item: Item, vector, exclude: str | None =
             return None
 
     def render(template: str, shown: list[dict]) -> agents.Prompt:
-        return agents.performance_prompt(template, run.task, item, run.space, shown, advice, run.config.parts)
+        return agents.performance_prompt(template, run.task, item, run.space, in_order(run.config, shown), advice,
+                                         run.config.parts)
 
     if not strategy.episodic:
         return render(strategy.template, []), Retrieved()

@@ -64,7 +64,7 @@ class Run(RunDirectory):
         (critique.engine.policy: this run's log, a matching run, the response cache, the model) and its call
         record; ``extra``: more fields of the call record (a summary call's level and chunk). A prompt that does
         not fit the model's context is not sent: its result and record say ``context_overflow``."""
-        request = self.llm.request(prompt.messages, schema, name, policy.seed, policy.temperature)
+        request = self.llm.request(prompt.messages, schema, name, policy.seed, policy.temperature, prompt.content_free)
         key = self.llm.request_hash(request)
         if policy.log and key in self.logged:
             return _logged_result(self.logged[key])
@@ -330,5 +330,6 @@ def _logged_result(r: dict, **changes) -> LLMResult:
     """The result of a call as its record in ``calls.jsonl`` has it."""
     fields = ("prompt_tokens", "completion_tokens", "reasoning_tokens", "finish_reason", "latency_s", "cached",
               "retries", "request_hash")
-    later = {"context_overflow": bool(r.get("context_overflow")), "cut_fields": r.get("cut_fields")}  # newer fields
+    later = {"context_overflow": bool(r.get("context_overflow")), "cut_fields": r.get("cut_fields"),  # newer fields
+             "option_scores": r.get("option_scores"), "content_free_scores": r.get("content_free_scores")}
     return LLMResult(r["response"], **{**{f: r[f] for f in fields}, **later, **changes})

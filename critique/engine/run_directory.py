@@ -20,6 +20,8 @@ from critique.engine import prompts
 from critique.engine.memory import critic
 from critique.llm import formats
 
+KEPT = {"all": "all", "first": "the first N items", "twins": "the twins of the test items kept"}  # Dataset.train_kept
+
 
 def pkey(stage: str, strategy: str | None, user: str | None, item_id: str) -> tuple:
     return (stage, strategy, user, item_id)
@@ -108,6 +110,10 @@ class RunDirectory:
                                f"use another --out")
         if old["dataset"]["checksum"] != self.dataset.checksum:
             raise RunError(f"{self.out} holds a run on other data (dataset checksum differs); use another --out")
+        kept = old["dataset"].get("train_kept", "first" if self.config.limit else "all")
+        if kept != self.dataset.train_kept:
+            raise RunError(f"{self.out} holds a run whose --limit kept {KEPT[kept]} of train, not "
+                           f"{KEPT[self.dataset.train_kept]}; use another --out")
         for key, mine_value in (("probe", self.probe), ("ablation", self.ablation)):
             if old.get(key) != mine_value:
                 raise RunError(f"{self.out} holds a run with {key}={old.get(key)!r}, not {mine_value!r}; "
@@ -128,7 +134,7 @@ class RunDirectory:
             "config": config, "probe": self.probe, "ablation": self.ablation,
             "dataset": {"name": d.name, "path": str(d.path), "checksum": d.checksum, "kind": d.card.kind,
                         "answer_space": d.card.answer_space, "users": d.card.users,
-                        "n_train": len(d.train), "n_test": len(d.test)},
+                        "n_train": len(d.train), "n_test": len(d.test), "train_kept": d.train_kept},
             "templates": prompts.all_hashes(self.config.prompts), "versions": versions(), "code": code_version(),
             "command": command(), "folders": {"cache": str(cache_dir(self.config.cache_dir)),
                                                    "data": str(Path(d.path).parent)},

@@ -211,8 +211,10 @@ def _prompt(run, strategy: str, case: Case, examples: list[dict], cite: bool):
     from critique.engine import agents, parsing
     from critique.engine.strategies import STRATEGIES as ALL
 
-    prompt = agents.performance_prompt(ALL[strategy].template, run.task, case.item, run.space, examples,
-                                       case.advice, run.config.parts)
+    from critique.engine.performance import in_order
+
+    prompt = agents.performance_prompt(ALL[strategy].template, run.task, case.item, run.space,
+                                       in_order(run.config, examples), case.advice, run.config.parts)
     schema = run.dataset.card.response_schema
     if cite:
         messages = [dict(m) for m in prompt.messages]
@@ -240,7 +242,8 @@ def requests(run, cases: list[Case], strategy: str, vectors: dict, cite: bool, n
     out += [Request(case, NULL, case.examples, repeat=True) for case in sample]
     for r in out:
         r.prompt, r.schema = _prompt(run, strategy, r.case, r.examples, cite)
-        r.hash = run.llm.request_hash(run.llm.request(r.prompt.messages, r.schema, "answer"))
+        r.hash = run.llm.request_hash(run.llm.request(r.prompt.messages, r.schema, "answer",
+                                                             content_free=r.prompt.content_free))
     return out
 
 

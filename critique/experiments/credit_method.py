@@ -100,7 +100,8 @@ def prompts(run, strategy: str, requests: list, vectors: dict) -> None:
             r.prompt = found.without(run, r.case.item, vector, r.removed)
             r.nearest_other, r.nearest_other_id = _nearest_other(r.removed, r.examples, vectors)
         r.schema = schema
-        r.hash = run.llm.request_hash(run.llm.request(r.prompt.messages, r.schema, "answer"))
+        r.hash = run.llm.request_hash(run.llm.request(r.prompt.messages, r.schema, "answer",
+                                                             content_free=r.prompt.content_free))
 
 
 def _nearest_other(removed: str, kept: list[dict], vectors: dict) -> tuple[float | None, str | None]:

@@ -105,6 +105,7 @@ def held_out(run, on: str) -> list:
 
 def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[str]) -> list[Ask]:
     from critique.engine import agents
+    from critique.engine.performance import in_order
     from critique.engine.memory.episodic import pool_of
     from critique.engine.strategies import STRATEGIES as ALL
     from critique.experiments.credit import _advice, entry_vectors, nearest
@@ -126,12 +127,13 @@ def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[s
                 if not ok:
                     skipped.append(f"{strategy} {item.id}: no semantic memory for its pool")
                     continue
-                prompt = agents.performance_prompt(ALL[strategy].template, run.task, item, run.space, examples,
-                                                   advice, run.config.parts)
+                prompt = agents.performance_prompt(ALL[strategy].template, run.task, item, run.space,
+                                                   in_order(run.config, examples), advice, run.config.parts)
                 out.append(Ask(item, f"{strategy}{SEP}{label}", prompt, [e["id"] for e in examples], len(removed)))
     schema = run.dataset.card.response_schema
     for a in out:
-        a.hash = run.llm.request_hash(run.llm.request(a.prompt.messages, schema, "answer"))
+        a.hash = run.llm.request_hash(run.llm.request(a.prompt.messages, schema, "answer",
+                                                             content_free=a.prompt.content_free))
     return out
 
 

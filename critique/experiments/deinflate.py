@@ -149,7 +149,8 @@ def cost(run, source_hashes: set[str]) -> tuple[int, int]:
         if found is None:
             continue
         prompt = found[0]
-        key = run.llm.request_hash(run.llm.request(prompt.messages, run.dataset.card.response_schema, "answer"))
+        key = run.llm.request_hash(run.llm.request(prompt.messages, run.dataset.card.response_schema, "answer",
+                                                        content_free=prompt.content_free))
         new += key not in source_hashes and key not in run.logged
     return len(todo), new
 

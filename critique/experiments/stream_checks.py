@@ -69,13 +69,14 @@ async def disable_test(stream, step, note: dict, now: int) -> bool:
     disabled. Both answers are logged (stage stream, and stream_disable with strategy without:NOTE); False
     when a call failed."""
     from critique.engine import agents
+    from critique.engine.performance import in_order
     from critique.engine.strategies import STRATEGIES
 
     run, item = stream.run, step.item
     for shown in step.shown:
         rest = [e for e in step.shown if e["id"] != shown["id"]]
-        prompt = agents.performance_prompt(STRATEGIES[EP_CRIT].template, run.task, item, run.space, rest, None,
-                                           run.config.parts)
+        prompt = agents.performance_prompt(STRATEGIES[EP_CRIT].template, run.task, item, run.space,
+                                           in_order(run.config, rest), None, run.config.parts)
         record = await run.answer(STREAM_DISABLE, f"without:{shown['id']}", item, prompt,
                                   seed=(STREAM_DISABLE, shown["id"]), retrieved=[e["id"] for e in rest],
                                   extra={"step": step.number}, keep_same=True, experiment=STREAM)

@@ -42,9 +42,10 @@ from critique.base.config import RunConfig
 from critique.base.errors import RunError, Stopped
 from critique.base.paths import cache_dir
 from critique.base.rundir import add_param_secrets, add_url_secrets, redact, redact_value
-from critique.llm import bounds, context, formats
+from critique.llm import bounds, context, formats, loglikelihood
 from critique.llm.price import price_of, unknown
 from critique.llm.response_cache import ResponseCache
+from critique.llm.routing import endpoint_of, provider_of, router
 from critique.llm.params import NOT_PARAMS, dropped_for, run_effort
 from critique.llm.attempt import (RETRY_STATUS, CallFailed, MalformedResponse, backoff, context_exceeded,  # noqa: F401
                                   describe, fields_of, incurable, retry_after_of, retryable)
@@ -77,6 +78,7 @@ class LLMConfig:
     cache_size_gb: float = RunConfig.cache_size_gb  # the response cache's size limit
     price: str | None = None  # "IN,OUT" dollars per million tokens (None: litellm's price table; critique.llm.price)
     response_format: str = RunConfig.response_format  # how a request asks for JSON (critique.llm.formats)
+    answer_by: str = RunConfig.answer_by  # an answer written by the model, or its best-scored option
 
 
 def llm_config(run: RunConfig) -> LLMConfig:
@@ -87,7 +89,8 @@ def llm_config(run: RunConfig) -> LLMConfig:
                      concurrency=run.concurrency, use_cache=run.use_cache, cache_dir=run.cache_dir,
                      timeout=run.timeout, num_retries=run.num_retries, endpoint_id=run.endpoint_id,
                      processes=run.call_processes, context_tokens=run.context_tokens,
-                     cache_size_gb=run.cache_size_gb, price=run.price, response_format=run.response_format)
+                     cache_size_gb=run.cache_size_gb, price=run.price, response_format=run.response_format,
+                     answer_by=run.answer_by)
 
 
 @dataclass
@@ -104,6 +107,8 @@ class LLMResult:
     request_hash: str = ""
     context_overflow: bool = False  # the prompt did not fit the context: not sent (or refused as too long)
     cut_fields: list[str] | None = None  # the embedded model: the reply's strings cut at their length bound
+    option_scores: dict | None = None  # --answer-by loglikelihood|calibrated: each option's log-likelihood
+    content_free_scores: dict | None = None  # --answer-by calibrated: the same after the content-free prompt
 
     @property
     def timeout(self) -> bool:
@@ -117,6 +122,9 @@ def check_model(config: LLMConfig) -> None:
     from critique.llm import local as local_llm
 
     provider = config.model.split("/", 1)[0]
+    if config.answer_by != "generate" and provider != local_llm.PROVIDER:
+        raise ValueError(f"--answer-by {config.answer_by} scores each option with the model's own log-probabilities, "
+                         f"which the harness reads from the embedded models only (local/...), not {config.model}")
     if provider == local_llm.PROVIDER:
         local_llm.check(config.model.split("/", 1)[1])  # the packaged model or a GGUF file
         return
@@ -159,7 +167,7 @@ class LLM:
         add_url_secrets(config.api_base)  # every credential it is given, from any source, is redacted
         for deployment in config.deployments or []:
             add_param_secrets(deployment.get("litellm_params") or {})
-        self._router = _router(config) if config.deployments else None
+        self._router = router(config) if config.deployments else None
         self._limits = limits
         self._stop = stop
         self.price = price_of(config.model, config.price)  # None: unknown (critique.llm.price)
@@ -185,9 +193,10 @@ class LLM:
                                                                "timeout": config.timeout})
 
     def request(self, messages: list[dict], schema: dict, schema_name: str, seed: int | None = None,
-                temperature: float | None = None) -> dict:
+                temperature: float | None = None, content_free: list[dict] | None = None) -> dict:
         """Everything that determines the response; ``seed``: this request's own (default: the run's), for
-        independent samples of one prompt; ``temperature``: this request's own (default: the run's)."""
+        independent samples of one prompt; ``temperature``: this request's own (default: the run's);
+        ``content_free``: the prompt with a content-free question, which ``--answer-by calibrated`` scores too."""
         c = self.config
         schema = bounds.for_model(schema, embedded=self.local is not None, served=c.api_base is not None)
         temperature = c.temperature if temperature is None else temperature
@@ -198,6 +207,7 @@ class LLM:
             request["response_form"] = c.response_format  # another form asked for: another reply (keyed apart)
         if self.local is not None:
             request["local"] = self.local  # the embedded model's own settings decide the reply too
+        loglikelihood.scored(request, schema, c.answer_by, content_free)
         endpoint = endpoint_of(c)
         if endpoint is not None:  # another server under the same model name may answer otherwise
             request["endpoint"] = endpoint
@@ -211,6 +221,8 @@ class LLM:
     def _check_stop(self) -> None:
         if self._fatal is not None:
             raise RunError(self._fatal)
+        if self._spend is not None:
+            self._spend.check()
         if self._stop is not None and self._stop():
             raise Stopped(f"{self.config.model}: stopped before a call (the study was interrupted or is gone)")
 
@@ -265,14 +277,14 @@ class LLM:
             if hit is not None:
                 return LLMResult(**{**hit, "cached": True, "latency_s": 0.0, "retries": 0, "request_hash": key})
         self._check_stop()
-        # under --max-cost: what the call could cost at most is reserved, or SpendCapReached (critique.llm.spend)
-        bound = None if self._spend is None else \
-            self._spend.take(self.price, self.count_tokens(messages), self.config.max_tokens)
-        result = None
+        result, bound = None, None
         try:
             if self._slots is None:
                 self._slots = asyncio.Semaphore(self.concurrency)
-            async with self._slots:  # a call queued in this client holds no provider slot
+            async with self._slots:  # a call queued in this client holds no provider slot, and reserves nothing
+                # under --max-cost: what the call could cost at most is reserved, or SpendCapReached (llm.spend)
+                bound = None if self._spend is None else \
+                    self._spend.take(self.price, self.count_tokens(messages), self.config.max_tokens)
                 if self._limits is None:
                     result = await self._call(request)
                 else:
@@ -305,7 +317,8 @@ class LLM:
             self._check_stop()
             form = self.form
             try:
-                fields = await self._attempt(formats.in_form(params, form))
+                fields = await (self._score(request) if "answer_by" in request
+                                else self._attempt(formats.in_form(params, form)))
                 self._answered, self._streak = self._answered + 1, (None, 0)
                 return LLMResult(**fields, latency_s=round(time.monotonic() - started, 4), retries=retries)
             except Exception as exc:  # noqa: BLE001 - every failure of the call is reported, none raised
@@ -356,6 +369,14 @@ class LLM:
             call = litellm.acompletion(model=c.model, api_base=c.api_base, timeout=c.timeout, max_retries=0, **params)
         return fields_of(await asyncio.wait_for(call, c.timeout + 30))
 
+    async def _score(self, request: dict) -> dict:
+        """An answer by log-likelihood: the embedded model scores the schema's options (critique.llm.local)."""
+        from critique.llm import local as local_llm
+
+        options = loglikelihood.options_of(request["response_format"]["json_schema"]["schema"])
+        return await local_llm.handler().ascore(self.config.model, request["messages"], options,
+                                                request.get("content_free"))
+
     def close(self) -> None:
         if self._processes is not None:
             self._processes.close()
@@ -365,35 +386,3 @@ class LLM:
                 print(f"critique: warning: the response cache {self._cache.folder} evicted {self._cache.evictions} "
                       f"older entries to stay within its size limit ({self.config.cache_size_gb:g} GB, "
                       "--cache-size-gb): their calls would be made again", file=sys.stderr)
-
-
-def endpoint_of(config: LLMConfig):
-    """What names the server that answers: ``endpoint_id`` if given (identical servers share
-    their cached responses under it), else ``api_base``, else the router's endpoints; None for a
-    provider's own endpoint."""
-    if config.endpoint_id:
-        return config.endpoint_id
-    if config.api_base:
-        return config.api_base
-    if config.deployments:
-        return sorted(str(d["litellm_params"].get("api_base")) for d in config.deployments)
-    return None
-
-
-def provider_of(model: str) -> str:
-    """The provider part of a litellm model string."""
-    return model.split("/", 1)[0]
-
-
-def _router(config: LLMConfig):
-    """One litellm Router over the model's deployments. This client retries each call itself
-    (num_retries=0 per call); the Router only picks the endpoint, and rests one that keeps
-    failing while another can answer."""
-    import litellm
-
-    model_list = [{"model_name": "critique-model", "litellm_params": dict(d["litellm_params"]),
-                   **({"model_info": d["model_info"]} if "model_info" in d else {})} for d in config.deployments]
-    options = {"num_retries": 0, "timeout": config.timeout, "disable_cooldowns": len(model_list) < 2}
-    if config.routing_strategy:
-        options["routing_strategy"] = config.routing_strategy
-    return litellm.Router(model_list=model_list, **options)

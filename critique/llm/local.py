@@ -42,7 +42,7 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
 
-from critique.llm import gguf_file
+from critique.llm import assembled, gguf_file, loglikelihood
 from critique.llm.bounds import MAX_STRING_CHARS, bounded
 from critique.llm.context import MIN_REPLY, text as prompt_text
 
@@ -55,8 +55,14 @@ _WEIGHT_TYPES = ("f16", "gguf")
 
 
 def packaged(name: str) -> bool:
-    """``local/<name>`` is a model a package ships (else ``name`` is the path of a GGUF file)."""
-    return name in MODELS
+    """``local/<name>`` is a model packages ship, whole or in chunks (else ``name`` is the path of a GGUF file)."""
+    return name in MODELS or name in assembled.MODELS
+
+
+def own_template(name: str) -> bool:
+    """The model's prompts are formatted by its file's own chat template (a GGUF file, an assembled model), not
+    by llama-cpp-python's guess from the file (SmolLM2, as shipped)."""
+    return name not in MODELS
 
 
 def gguf_path(name: str) -> Path:
@@ -64,6 +70,8 @@ def gguf_path(name: str) -> Path:
     ``name`` names (checked: critique.llm.gguf_file)."""
     if not packaged(name):
         return gguf_file.path_of(name)
+    if name in assembled.MODELS:
+        return assembled.gguf_path(name)
     package = MODELS[name]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -77,7 +85,7 @@ def gguf_path(name: str) -> Path:
 def check(name: str) -> None:
     """Raise ValueError (one line) unless ``local/<name>`` can be loaded: before any call or write."""
     gguf_path(name)
-    if not packaged(name):
+    if own_template(name):
         _vocab(name)
 
 
@@ -88,6 +96,12 @@ def settings(name: str, context_tokens: int | None = None) -> dict:
     """What, besides the request, decides the local model's reply (it goes into the request hash and
     the manifest). A GGUF file's context is ``context_tokens`` if given, else its training context
     capped at N_CTX; the packaged model's is N_CTX."""
+    if name in assembled.MODELS:  # identified by its pinned sha256, wherever the cache folder is
+        model = assembled.MODELS[name]
+        gguf_path(name)
+        return {"file": model.name, "size": model.size, "sha256": model.sha256, "weights": "gguf",
+                "chat_template": "gguf", "flash_attn": FLASH_ATTN, "max_string_chars": MAX_STRING_CHARS,
+                "n_ctx": N_CTX}
     if packaged(name):
         return {"file": gguf_path(name).name, "weights": WEIGHTS, "flash_attn": FLASH_ATTN,
                 "max_string_chars": MAX_STRING_CHARS, "n_ctx": N_CTX}
@@ -121,8 +135,8 @@ def n_ctx_of(name: str) -> int:
 def weights_path(name: str) -> Path:
     """The GGUF file to load: the shipped one, or its F16 copy in the cache folder (written on first use)."""
     source = gguf_path(name)
-    if not packaged(name):
-        return source  # a user's file runs as it is
+    if own_template(name):
+        return source  # a user's file, an assembled model: as it is
     if WEIGHTS not in _WEIGHT_TYPES:
         raise ValueError(f"CRITIQUE_LOCAL_WEIGHTS={WEIGHTS!r}: use one of {', '.join(_WEIGHT_TYPES)}")
     if WEIGHTS == "gguf":
@@ -185,7 +199,7 @@ def _vocab(name: str):
     from llama_cpp import Llama
     from llama_cpp._utils import suppress_stdout_stderr
 
-    if not packaged(name):
+    if own_template(name):
         return gguf_file.load_vocab(gguf_path(name), f"{PROVIDER}/{name}")
     with suppress_stdout_stderr(disable=False):
         return Llama(model_path=str(gguf_path(name)), vocab_only=True, n_ctx=8, verbose=False)
@@ -205,7 +219,7 @@ def count_tokens(name: str, messages: list) -> int:
     A GGUF file's prompt is formatted by its own template and counted exactly (a few tokens spare:
     a template may write the date)."""
     with _VOCAB_LOCK:
-        if not packaged(name):
+        if own_template(name):
             try:
                 return gguf_file.prompt_tokens(_vocab(name), _chat(name), messages) + 8
             except Exception:  # noqa: BLE001 - a template that refuses these messages: the call will say why
@@ -248,7 +262,7 @@ class LocalLLM(CustomLLM):
 
             for other in [k for k in self._models if k[0] == name]:  # one context per model in memory
                 self._models.pop(other).close()
-            chat = {} if packaged(name) else {"chat_format": gguf_file.DEFAULT_CHAT}  # the file's own template
+            chat = {"chat_format": gguf_file.DEFAULT_CHAT} if own_template(name) else {}  # the file's own template
             self._models[key] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=n_ctx,
                                                   flash_attn=FLASH_ATTN, n_threads=threads(),
                                                   n_threads_batch=threads(), seed=0,  # its default: every core
@@ -294,9 +308,44 @@ class LocalLLM(CustomLLM):
                                 total_tokens=out["usage"]["total_tokens"]),
         )
 
+    def score(self, model: str, messages: list, options: list[str], content_free: list | None = None) -> dict:
+        """The LLMResult fields of an answer by log-likelihood (critique.llm.loglikelihood): each option's reply
+        scored after the prompt (``option_scores``), and after ``content_free`` when given (``content_free_scores``:
+        the answer is then the best calibrated option); the reply is the best option's, as the schema writes it."""
+        name = _name_of(model)
+        n_ctx = n_ctx_of(name)
+        prompts = [messages] + ([content_free] if content_free is not None else [])
+        for each in prompts:
+            n_prompt = count_tokens(name, each)
+            if n_prompt + MIN_REPLY > n_ctx:
+                raise litellm.ContextWindowExceededError(
+                    message=f"prompt of about {n_prompt} tokens leaves no room for a reply in the local context of "
+                            f"{n_ctx}", model=model, llm_provider=PROVIDER)
+        with self._lock:
+            llm = self._model(name, n_ctx)
+            texts = [_chat(name)(messages=_plain(each)).prompt for each in prompts]
+            scores = [loglikelihood.score(llm, text, options) for text in texts]
+            tokens = [len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)) for text in texts]
+            cont = loglikelihood.continuations(llm, texts[0], options)
+        final = loglikelihood.calibrated(scores[0], scores[1]) if content_free is not None else scores[0]
+        answer = loglikelihood.best(final, options)
+        return {"text": loglikelihood.reply_text(answer), "prompt_tokens": sum(tokens),
+                "completion_tokens": len(cont[answer]), "reasoning_tokens": 0, "finish_reason": "stop",
+                "option_scores": {o: round(v, 6) for o, v in scores[0].items()},
+                "content_free_scores": {o: round(v, 6) for o, v in scores[1].items()} if content_free else None}
+
+    async def ascore(self, *args, **kwargs) -> dict:
+        call = functools.partial(contextvars.copy_context().run, self.score, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, call)
+
     async def acompletion(self, *args, **kwargs) -> ModelResponse:
         call = functools.partial(contextvars.copy_context().run, self.completion, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._thread, call)
+
+
+def _plain(messages: list) -> list[dict]:
+    """The messages as the chat template reads them: a role and a text each."""
+    return [{"role": m.get("role", "user"), "content": str(m.get("content") or "")} for m in messages]
 
 
 def _name_of(model: str) -> str:
@@ -309,6 +358,12 @@ def _name_of(model: str) -> str:
 
 
 _HANDLER: LocalLLM | None = None
+
+
+def handler() -> LocalLLM:
+    """The one in-process handler of ``local/`` models (registered with litellm)."""
+    register()
+    return _HANDLER
 
 
 def register() -> None:

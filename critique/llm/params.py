@@ -32,7 +32,7 @@ def run_effort(model: str, given: str | None) -> str | None:
 
 
 # The request's keys that are not provider parameters: what the cache key covers besides them.
-NOT_PARAMS = ("model", "messages", "local", "endpoint", "response_form")
+NOT_PARAMS = ("model", "messages", "local", "endpoint", "response_form", "answer_by", "content_free")
 
 
 def dropped_by_litellm(model: str, params: dict) -> list[str]:

@@ -9,10 +9,17 @@ by its request hash. It only saves calls, so no trouble with it stops a run:
 
 Its size is bounded (``size_limit`` bytes: --cache-size-gb, 8 by default; diskcache's least-recently-stored
 eviction): ``evictions`` counts the entries this process's writes evicted, and the client says so when it closes.
+
+Nothing in it is ever unpickled: diskcache's own Disk pickles values and unpickles them when read, so a file
+planted in a shared cache folder would run code. Keys and values here are text (a reply is stored as JSON),
+through ``TextDisk``, which refuses a row stored as a pickle instead of loading it. A cache that holds such a row
+(one written by an older version, or planted) is unreadable: it is set aside and rebuilt empty, said once.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import sqlite3
 from pathlib import Path
 
@@ -20,6 +27,56 @@ from critique.base import paths
 from critique.base.paths import cache_trouble, say_cache_skipped, set_aside
 
 WHAT = "response cache"
+MODE_PICKLE = 4  # diskcache's mode of a value stored as a pickle (diskcache.core.MODE_PICKLE)
+
+
+class PickledEntry(ValueError):
+    """A cache row stored as a pickle: never loaded."""
+
+
+@functools.cache
+def text_disk():
+    """diskcache's Disk for text keys and text values only (the class, made once: diskcache loads on first use)."""
+    import diskcache
+
+    class TextDisk(diskcache.Disk):
+        def put(self, key):
+            if not isinstance(key, str):
+                raise TypeError(f"a response cache key is text, not {type(key).__name__}")
+            return super().put(key)
+
+        def get(self, key, raw):
+            if not raw:
+                raise PickledEntry("a key stored as a pickle")
+            return super().get(key, raw)
+
+        def store(self, value, read, key=diskcache.core.UNKNOWN):
+            if read or not isinstance(value, str):
+                raise TypeError(f"a response cache value is text, not {type(value).__name__}")
+            return super().store(value, read, key)
+
+        def fetch(self, mode, filename, value, read):
+            if mode == MODE_PICKLE:
+                raise PickledEntry("a value stored as a pickle")
+            return super().fetch(mode, filename, value, read)
+
+    return TextDisk
+
+
+def pickled_rows(database: Path) -> bool:
+    """The cache database holds a row whose key or value diskcache stored as a pickle (read with SQLite alone)."""
+    if not database.exists():
+        return False
+    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=paths.CACHE_WAIT_S)
+    try:
+        row = connection.execute("SELECT EXISTS(SELECT 1 FROM Cache WHERE mode = ? OR raw = 0)", (MODE_PICKLE,))
+        return bool(row.fetchone()[0])
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc).lower():
+            return False
+        raise
+    finally:
+        connection.close()
 
 
 class ResponseCache:
@@ -34,15 +91,22 @@ class ResponseCache:
     def _new(self):
         import diskcache
 
-        return diskcache.Cache(str(self.folder), size_limit=self.size_limit, timeout=paths.CACHE_WAIT_S)
+        return diskcache.Cache(str(self.folder), size_limit=self.size_limit, timeout=paths.CACHE_WAIT_S,
+                               disk=text_disk())
 
     def _open(self):
         try:
+            if pickled_rows(self.folder / "cache.db"):  # before diskcache opens it: nothing of it is loaded
+                raise PickledEntry("it holds entries stored as pickles, which are never loaded (a cache written by "
+                                   "an older version of critique, or planted)")
             cache = self._new()
             cache.get("")  # reads the database: a truncated or garbled file fails here, not after paid calls
             return cache
         except sqlite3.DatabaseError as exc:
             return self._new() if self._mended(exc) else None
+        except PickledEntry as exc:
+            set_aside(self.folder, exc, WHAT)
+            return self._new()
 
     def _mended(self, error: sqlite3.DatabaseError) -> bool:
         """Handle a failed open, read or write: a corrupt cache is set aside (True: rebuild it empty); any other
@@ -69,10 +133,18 @@ class ResponseCache:
         if self._cache is None:
             return None
         try:
-            return self._cache.get(key)
+            text = self._cache.get(key)
+            value = json.loads(text) if text is not None else None
+            if value is not None and not isinstance(value, dict):
+                raise PickledEntry(f"an entry that is not a reply ({type(value).__name__})")
+            return value
         except sqlite3.DatabaseError as exc:
             self._trouble(exc)
-            return None
+        except (PickledEntry, ValueError, TypeError) as exc:  # never loaded: the cache is set aside, once
+            self._cache.close()
+            set_aside(self.folder, exc, WHAT)
+            self._cache = self._new()
+        return None
 
     def set(self, key: str, value: dict) -> None:
         if self._cache is None:
@@ -87,7 +159,7 @@ class ResponseCache:
         """Store the reply, counting the entries the size limit evicted to make room (with other processes
         writing the same cache, the count is this process's view of it)."""
         before, new = len(self._cache), key not in self._cache
-        self._cache.set(key, value)
+        self._cache.set(key, json.dumps(value, ensure_ascii=False, sort_keys=True))
         self.evictions += max(0, before + new - len(self._cache))
 
     def close(self) -> None:

@@ -1,8 +1,11 @@
 """A cap in dollars over every LLM client that shares it (``--max-cost``): before each call the client reserves
 what the call could cost at most (its prompt's tokens and the token limit, at the model's price), and a call
 whose reservation would take the spend past the cap is not made: the client raises ``SpendCapReached`` and the
-run stops cleanly (what is logged stays valid; the same command with a higher cap resumes). Once answered, the
-reservation is replaced by what the call cost.
+run stops cleanly (what is logged stays valid; the same command with a higher cap resumes). A call reserves only
+once it has its turn (a concurrency slot), so calls queued behind others hold nothing. Once answered, the
+reservation is replaced by what the call cost, as the provider reported its usage; once the spend has passed the
+cap, no call that is still waiting, and no retry, is made. The cap is the run's, not the command's: the account
+starts from what the run's logged calls cost (``logged_cost``; a study's, from all its run directories).
 
 The account lives where the clients can reach it: a lock and a number in this process (``Spend``), or in a
 multiprocessing manager or on a dask scheduler for a study's workers (``SharedSpend``, given the lock and the
@@ -54,6 +57,21 @@ class Spend:
                 "logged stays; the same command with a higher --max-cost resumes")
         return bound
 
+    def seed(self, dollars: float) -> None:
+        """Count ``dollars`` already spent (a run's logged calls, made by an earlier command) against the cap."""
+        with self._lock:
+            spent, reserved = self._read()
+            self._write(spent + float(dollars), reserved)
+
+    def check(self) -> None:
+        """SpendCapReached when the spend has already passed the cap (a provider reported more than was
+        reserved): a call that waited for its turn, or a retry, is not made then."""
+        spent = self.spent()
+        if spent > self.cap:
+            raise SpendCapReached(f"--max-cost ${self.cap:g} passed: ${spent:.4f} spent (a provider reported more "
+                                  "usage than its calls' bounds); no further call is made. What is logged stays; the "
+                                  "same command with a higher --max-cost resumes")
+
     def settle(self, bound: float, cost: float) -> None:
         """A reserved call has ended: its reservation becomes what it cost."""
         with self._lock:
@@ -92,3 +110,18 @@ class SharedSpend(Spend):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+
+
+def logged_cost(folders) -> float:
+    """Dollars the calls logged in these run directories cost when they were made (``cost_usd`` of every call
+    that the model answered; a call answered by a cache or a matching run cost nothing again)."""
+    from pathlib import Path
+
+    from critique.base import rundir
+
+    total = 0.0
+    for folder in folders:
+        for call in rundir.read_jsonl(Path(folder) / rundir.CALLS):
+            if not call.get("cached") and isinstance(call.get("cost_usd"), (int, float)):
+                total += float(call["cost_usd"])
+    return total

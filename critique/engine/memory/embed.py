@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import os
 import sqlite3
+import sys
 import threading
 from pathlib import Path
 
@@ -69,6 +70,13 @@ class Encoder:
             set_aside(self._cache_path, exc, "embedding cache")
             return self._encode(texts, self._cache_path)
 
+    def _say_malformed(self, cache: Path) -> None:
+        """One warning line per encoder: the cache held a vector that is not one (it is computed again)."""
+        if not getattr(self, "_malformed_said", False):
+            self._malformed_said = True
+            print(f"critique: warning: the embedding cache {cache} holds malformed vectors (not a unit vector of "
+                  "float32); they are computed again and replaced", file=sys.stderr)
+
     def _encode(self, texts: list[str], cache: Path | None) -> np.ndarray:
         """The vectors, from the cache at ``cache`` (None: none) where it has them; the others are computed
         and stored a chunk at a time (CHUNK texts), so that a run killed while encoding keeps what it did."""
@@ -80,8 +88,15 @@ class Encoder:
                 if db is not None:
                     for h in set(hashes):
                         row = db.execute("SELECT v FROM vec WHERE model=? AND text_hash=?", (self.name, h)).fetchone()
-                        if row:
-                            found[h] = np.frombuffer(row[0], dtype=np.float32)
+                        vector = _stored(row[0]) if row else None
+                        if vector is not None:
+                            found[h] = vector
+                        elif row:
+                            self._say_malformed(cache)
+                if len({v.shape for v in found.values()}) > 1:  # vectors of another length than the others'
+                    self._say_malformed(cache)
+                    common = max({v.shape for v in found.values()}, key=[v.shape for v in found.values()].count)
+                    found = {h: v for h, v in found.items() if v.shape == common}
                 todo = sorted({h: t for h, t in zip(hashes, texts) if h not in found}.items())
                 for start in range(0, len(todo), CHUNK):
                     chunk = todo[start:start + CHUNK]
@@ -96,3 +111,15 @@ class Encoder:
                 if db is not None:
                     db.close()
         return np.stack([found[h] for h in hashes]) if hashes else np.zeros((0, 0), np.float32)
+
+
+def _stored(blob) -> np.ndarray | None:
+    """A vector as the cache stores it (the float32 bytes of an L2-normalised vector), or None when the bytes
+    are not one: a length that is no whole number of floats, a value that is not finite, or a norm that is not 1
+    (a zero vector would retrieve nothing, silently)."""
+    if not isinstance(blob, bytes) or not blob or len(blob) % 4:
+        return None
+    vector = np.frombuffer(blob, dtype=np.float32)
+    if not np.all(np.isfinite(vector)) or abs(float(np.linalg.norm(vector)) - 1.0) > 1e-3:
+        return None
+    return vector

@@ -31,7 +31,7 @@ from critique.experiments.study import engines
 from critique.experiments.study.fields import error
 from critique.experiments.study.file import Cell, check, load
 from critique.experiments.study.plan import plan, resolved, task_state
-from critique.llm.spend import SpendCapReached
+from critique.llm.spend import SpendCapReached, logged_cost
 from critique.runner import execute, execute_run
 
 STOP_WAIT_S = 120.0  # how long an interrupted study waits for its cells to stop their calls
@@ -216,6 +216,8 @@ def main(args) -> int:
     if problem:
         raise error(f"--max-cost {problem}")
     shared_objects = engines.coordinator(backend, study.providers, jobs, study.out, max_cost)
+    if shared_objects.spend is not None:  # the cap is the study's: what its run directories' calls cost counts
+        shared_objects.spend.seed(logged_cost(resolved(t).out for c in cells for t in c.tasks))
     loop = SharedLoop() if backend == "threading" else None
     results, pending = [], None
     try:

@@ -23,6 +23,8 @@ SETTINGS = {  # top-level field -> (type, what it is)
     "k": (int, "retrieved examples"),
     "parts": (str, "critique parts"),
     "prompts": (str, "prompt set"),
+    "example_order": (str, "where an EP prompt puts its nearest example: nearest-first or nearest-last"),
+    "answer_by": (str, "how an answer is read: generate, loglikelihood or calibrated"),
     "gate": (float, "least similarity of a retrieved entry that enters a prompt"),
     "inject_budget": (int, "most tokens of episodic examples per prompt"),
     "retrieval": (str, "nearest or contrast"),

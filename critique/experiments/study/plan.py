@@ -31,6 +31,8 @@ def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
                      cache_dir=s.get("cache_dir"), timeout=pick("timeout", "timeout"),
                      num_retries=pick("retries", "num_retries"), context_tokens=model.context_tokens,
                      prompts=s.get("prompts", RunConfig.prompts),
+                     example_order=s.get("example_order", RunConfig.example_order),
+                     answer_by=s.get("answer_by", RunConfig.answer_by),
                      on_mismatch=s.get("on_mismatch", RunConfig.on_mismatch), gate=s.get("gate", RunConfig.gate),
                      inject_budget=s.get("inject_budget", RunConfig.inject_budget),
                      retrieval=s.get("retrieval", RunConfig.retrieval),

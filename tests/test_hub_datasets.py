@@ -4,6 +4,7 @@ rest of the project reads unchanged (critique.datasets.hub)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -138,3 +139,46 @@ def test_an_unlabeled_split_the_run_does_not_use_is_not_read(tmp_path):
                           "test": hidden}).save_to_disk(tmp_path / "saved")
     dataset = hub.import_dataset(f"hf:{tmp_path / 'saved'}", tmp_path / "x", hub.Columns(test_split="validation"))
     assert (len(dataset.train), len(dataset.test)) == (12, 8)
+
+
+def test_another_source_with_the_same_folder_name_is_refused_not_answered_from(tmp_path, capsys):
+    for place, n in (("a", 20), ("b", 12)):
+        (tmp_path / place).mkdir()
+        reviews(n).to_parquet(str(tmp_path / place / "r.parquet"))
+    first = resolve(f"hf:{tmp_path / 'a' / 'r.parquet'}", tmp_path / "data")
+    a, b = (re.escape(f"hf:{tmp_path / place / 'r.parquet'}") for place in ("a", "b"))
+    with pytest.raises(DatasetError, match=rf"holds the import of {a} .*, not of {b} .*same folder name"):
+        resolve(f"hf:{tmp_path / 'b' / 'r.parquet'}", tmp_path / "data")
+    code = main(["datasets", "import", f"hf:{tmp_path / 'b' / 'r.parquet'}", "--out", str(tmp_path / "data")])
+    assert code != 0 and "holds the import of" in capsys.readouterr().err
+    assert load_dataset(tmp_path / "data" / "hf-r.parquet").checksum == first.checksum  # left as it was
+
+
+def test_a_hub_name_and_a_local_folder_with_its_folder_name_are_told_apart(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "org--reviews").mkdir()
+    reviews().to_parquet(str(tmp_path / "org--reviews" / "train.parquet"))
+    assert resolve("hf:./org--reviews", tmp_path / "data").name == "hf-org--reviews"
+    with pytest.raises(DatasetError, match=r"not of hf:org/reviews \(hub org/reviews\)"):
+        resolve("hf:org/reviews", tmp_path / "data")  # refused before any download
+
+
+def test_a_changed_local_source_is_imported_again_with_its_columns(tmp_path, capsys):
+    reviews().to_json(str(tmp_path / "r.jsonl"))
+    assert main(["datasets", "import", f"hf:{tmp_path / 'r.jsonl'}", "--id", "uid", "--seed", "3",
+                 "--out", str(tmp_path / "data")]) == 0
+    reviews(30).to_json(str(tmp_path / "r.jsonl"))
+    dataset = resolve(f"hf:{tmp_path / 'r.jsonl'}", tmp_path / "data")
+    assert len(dataset.train) + len(dataset.test) == 30 and dataset.card.seed == 3
+    assert {i.id for i in dataset.train + dataset.test} == {f"r{i}" for i in range(30)}
+    assert "its files changed since it was imported" in capsys.readouterr().err
+
+
+def test_an_unchanged_source_is_read_from_its_folder_however_it_is_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    reviews().to_parquet(str(tmp_path / "r.parquet"))
+    first = resolve("hf:./r.parquet", tmp_path / "data")
+    assert first.card.extra["hub"]["origin"] == {"path": str((tmp_path / "r.parquet").resolve()),
+                                                 "digest": hub.files_digest(tmp_path / "r.parquet")}
+    monkeypatch.setattr(hub, "load_splits", lambda source: pytest.fail(f"{source} imported again"))
+    assert resolve(f"hf:{tmp_path / 'r.parquet'}", tmp_path / "data").checksum == first.checksum

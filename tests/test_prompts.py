@@ -1,6 +1,6 @@
 import pytest
 
-from critique.base.config import PROMPT_SETS, RunConfig
+from critique.base.config import PROMPT_SETS, TURN_SETS, RunConfig
 from critique.engine import agents, prompts
 from critique.datasets.splits import Item
 from critique.engine.strategies import STRATEGIES
@@ -15,8 +15,9 @@ EXAMPLE = {"id": "e1", "item_id": "e1", "question": "An earlier question", "init
 def render(name, parts="full", prompt_set="compact"):
     s = STRATEGIES[name]
     task = prompts.Task("TASK-TEXT", prompt_set)
-    return agents.performance_prompt(s.template, task, ITEM, SPACE, [EXAMPLE] if s.episodic else [],
-                                     "ADVICE-TEXT" if s.semantic else None, parts).messages[0]["content"]
+    messages = agents.performance_prompt(s.template, task, ITEM, SPACE, [EXAMPLE] if s.episodic else [],
+                                         "ADVICE-TEXT" if s.semantic else None, parts).messages
+    return "\n\n".join(m["content"] for m in messages)  # the turns set's conversation, read in its order
 
 
 @pytest.mark.parametrize("prompt_set", PROMPT_SETS)
@@ -35,7 +36,8 @@ def test_zero_shot_has_no_memory(prompt_set):
 @pytest.mark.parametrize("prompt_set", PROMPT_SETS)
 def test_ep_label_shows_the_correct_answer_not_the_critique(prompt_set):
     text = render("EP_LABEL", prompt_set=prompt_set)
-    assert "An earlier question" in text and "Correct answer: 1" in text
+    shown = '{"answer": "1"}' if prompt_set in TURN_SETS else "Correct answer: 1"  # the earlier turn's answer
+    assert "An earlier question" in text and shown in text
     assert "LOCAL-REASON" not in text and "ADVICE-TEXT" not in text
 
 

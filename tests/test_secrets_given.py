@@ -53,3 +53,35 @@ def test_credentials_in_an_api_base_url_reach_no_file(home, fake_llm, capsys):
     leaks = [p for p in files_under(home) if b"hunter2-url-password" in p.read_bytes()]
     assert not leaks, leaks
     assert "hunter2-url-password" not in "".join(capsys.readouterr())
+
+
+def test_a_key_in_the_query_of_an_api_base_reaches_no_file_and_no_table(home, fake_llm, capsys):
+    url = "http://127.0.0.1:9/v1?api-version=2024-06-01&api-key=querycanary%2Bsecret-0123456789"
+    assert main(["run", "--dataset", "mcr-gen", "--model", "fake/served", "--api-base", url, "--limit", "2",
+                 "--k", "1", "--strategies", "zero_shot", "--out", str(home / "run"), "--quiet"]) == 0
+    assert main(["tables", str(home / "run"), "-o", str(home / "tables.md")]) == 0
+    manifest = json.loads((home / "run" / rundir.MANIFEST).read_text())
+    assert "api-version=2024-06-01" in manifest["config"]["api_base"]  # a short value not named like a key stays
+    leaks = [p for p in files_under(home) if b"querycanary" in p.read_bytes()]
+    assert not leaks, leaks
+    assert "querycanary" not in "".join(capsys.readouterr())
+
+
+def test_a_credential_in_a_variable_not_named_like_a_key_is_redacted(monkeypatch):
+    monkeypatch.setenv("MYSERVICE_CREDENTIAL", "credential-canary-0123")
+    monkeypatch.setenv("SERVICE_AUTH", "auth-canary-456789")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Ada Lovelace")
+    echoed = "the provider says: credential-canary-0123 / auth-canary-456789 / Ada Lovelace"
+    assert rundir.redact(echoed) == "the provider says: [REDACTED] / [REDACTED] / Ada Lovelace"
+
+
+def test_every_value_a_router_deployment_is_configured_with_is_redacted(monkeypatch):
+    monkeypatch.setattr(rundir, "_GIVEN", set())
+    service_account = json.dumps({"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----abc",
+                                  "client_email": "robot@project.iam.example.com"})
+    rundir.add_param_secrets({"model": "vertex_ai/gemini-pro", "vertex_project": "my-project",
+                              "vertex_credentials": service_account,
+                              "extra_headers": {"X-Service-Ticket": "ticket-canary-0123"}, "max_retries": 2})
+    text = rundir.redact(f"{service_account} robot@project.iam.example.com ticket-canary-0123 vertex_ai/gemini-pro")
+    assert "PRIVATE KEY" not in text and "robot@" not in text and "ticket-canary" not in text
+    assert text.endswith("vertex_ai/gemini-pro")  # the model is not a credential

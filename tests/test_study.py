@@ -60,7 +60,7 @@ out = "out"
     ('[[models]]\nname = "fake/model"\n[probes.stream]\nfeedback = "self"\ndisable_test = true\n',
      "--disable-test needs labelled feedback"),
     ('[[models]\nname = "fake/model"\n', "not valid TOML"),
-    ('prompts = "fancy"\n[[models]]\nname = "fake/model"\n', "prompts must be one of paper, compact, not 'fancy'"),
+    ('prompts = "fancy"\n[[models]]\nname = "fake/model"\n', "prompts must be one of paper, compact, turns, not 'fancy'"),
     ('on_mismatch = "ignore"\n[[models]]\nname = "fake/model"\n', "on_mismatch must be one of keep, drop, recritique"),
 ])
 def test_a_bad_study_file_is_one_clear_error_before_any_call(home, fake_llm, capsys, extra, message):

@@ -15,8 +15,9 @@ memory, reports): every value is redacted (``redact_value``) before it is encode
 Appends are one whole line on a file opened with O_APPEND, complete or absent: a short
 write is finished, and a failed one (a full disk) is cut back off before the error is
 raised. A process killed mid-write can leave at most a cut last line: readers skip it, and
-the next writer cuts it off before appending. This module imports nothing heavy, so the
-analysis can use it.
+the next writer cuts it off before appending. Every file is opened without following a link
+(O_NOFOLLOW) and must be a regular file: a link planted in a run directory is refused in one line,
+never written (or cut) through. This module imports nothing heavy, so the analysis can use it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import errno
 import json
 import os
 import re
+import stat
 from pathlib import Path
 
 from critique.base.errors import RunError, UnreadableFile
@@ -39,7 +41,16 @@ MEMORY = "memory"
 NOTES = "notes.jsonl"  # memory/: a stream's notes, every version (critique.engine.memory.notes)
 LOCK = ".lock"
 
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+# the names of environment variables, query parameters and provider parameters whose values are credentials
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH(?!OR)|PRIVATE|SIGNATURE|^SIG$|^CODE$)",
+                          re.IGNORECASE)
+# a provider's parameters that configure it without being credentials: every other value given to a provider
+# is redacted, whatever it is named (a service account under vertex_credentials, a header under extra_headers)
+_PUBLIC_PARAMS = frozenset({
+    "model", "api_base", "base_url", "api_version", "custom_llm_provider", "timeout", "stream_timeout", "max_retries",
+    "rpm", "tpm", "order", "weight", "region_name", "aws_region_name", "vertex_location", "vertex_project",
+    "input_cost_per_token", "output_cost_per_token", "max_tokens", "temperature", "seed", "tags", "model_info"})
+_LONG_QUERY_VALUE = 16  # a query value this long is taken for a credential whatever its name (a signed URL's)
 _GIVEN: set[str] = set()  # credentials given other than in the environment (add_secret), for this process
 
 
@@ -65,16 +76,52 @@ def add_url_secrets(url) -> None:
         add_secret(f"{user}:{password}")
     elif user and len(user) >= 8:  # http://TOKEN@host/
         add_secret(user)
+    _add_query_secrets(parts.query)
+
+
+def _add_query_secrets(query: str) -> None:
+    """Redact the credentials of a URL's query (``?api-key=...``): the value of a parameter named like one, and
+    any long value, as written (percent-encoded) and decoded."""
+    from urllib.parse import unquote_plus
+
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        decoded = unquote_plus(value)
+        if value and (_SECRET_NAME.search(unquote_plus(name)) or len(decoded) >= _LONG_QUERY_VALUE):
+            add_secret(value)
+            add_secret(decoded)
 
 
 def add_param_secrets(params: dict) -> None:
-    """Redact every credential among a provider's parameters (a router deployment's litellm_params): the values
-    of keys that name one (api_key, token, ...) and the credentials in an api_base URL."""
+    """Redact every value a provider is configured with (a router deployment's litellm_params): the values of
+    keys that name a credential (api_key, token, vertex_credentials, ...), every other string value but those of
+    `_PUBLIC_PARAMS` (the model, its version, its limits), each string inside a nested one (a service account's
+    JSON), and the credentials in an api_base URL."""
     for name, value in params.items():
-        if _SECRET_NAME.search(str(name)):
-            add_secret(str(value))
-        elif name == "api_base":
+        if name in ("api_base", "base_url"):
             add_url_secrets(value)
+        elif _SECRET_NAME.search(str(name)):
+            _add_leaves(value, shortest=4)
+        elif name not in _PUBLIC_PARAMS:
+            _add_leaves(value, shortest=8)
+
+
+def _add_leaves(value, shortest: int) -> None:
+    """Redact every string in ``value`` (itself, or inside a dict, a list or a JSON text) of ``shortest`` characters
+    or more, and a whole JSON text as given."""
+    if isinstance(value, dict):
+        for inner in value.values():
+            _add_leaves(inner, shortest)
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            _add_leaves(inner, shortest)
+    elif isinstance(value, str) and len(value) >= shortest:
+        add_secret(value)
+        if value.lstrip().startswith(("{", "[")):
+            try:
+                _add_leaves(json.loads(value), shortest)
+            except ValueError:
+                pass
 
 
 def secret_values() -> list[str]:
@@ -111,11 +158,33 @@ def dumps(record: dict) -> str:
     return json.dumps(redact_value(record), ensure_ascii=False, sort_keys=True)
 
 
+def open_regular(path: str | Path, flags: int, mode: int = 0o644) -> int:
+    """A descriptor of ``path`` opened with ``flags``, which must name a regular file, not a link to one: a
+    symbolic link in its place (that a write would go through, to a file outside the folder), a FIFO or a
+    device is refused in one line (RunError) before anything is read or written."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0), mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RunError(f"{path}: a symbolic link, not a file critique wrote; it is not followed: remove it") from None
+        raise
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise RunError(f"{path}: not a regular file ({stat.filemode(kind)}); critique reads and writes only its own "
+                       "files here: remove it")
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return fd
+
+
 def repair_tail(path: Path) -> int:
     """Cut an unfinished last line (left by a killed writer). Returns bytes removed."""
-    if not path.exists() or path.stat().st_size == 0:
+    if not os.path.lexists(path):
         return 0
-    with path.open("rb+") as handle:
+    with os.fdopen(open_regular(path, os.O_RDWR), "rb+") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            return 0
         data = handle.read()
         if data.endswith(b"\n"):
             return 0
@@ -128,7 +197,7 @@ def append_jsonl(path: Path, record: dict) -> None:
     """Append one record as one whole line: all of it or, when the write fails (a full disk),
     none of it, and a RunError that says what to do."""
     line = (dumps(record) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         end = os.lseek(fd, 0, os.SEEK_END)
         written = 0
@@ -149,10 +218,10 @@ def read_jsonl(path: str | Path, problems: list[str] | None = None) -> list[dict
     """Every whole record of a JSON-lines file (a prediction with its experiment's fields at the top level:
     records.flat); a cut or broken line is skipped and reported."""
     path = Path(path)
-    if not path.exists():
+    if not os.path.lexists(path):
         return []
     records = []
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    with os.fdopen(open_regular(path, os.O_RDONLY), encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -177,7 +246,7 @@ def write_text_chunks_atomic(path: Path, chunks) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     secrets = secret_values()
-    with tmp.open("w", encoding="utf-8") as handle:
+    with os.fdopen(_fresh(tmp), "w", encoding="utf-8") as handle:
         for chunk in chunks:
             handle.write(redact(chunk, secrets))
     os.replace(tmp, path)
@@ -190,8 +259,20 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
+    with os.fdopen(_fresh(tmp), "wb") as handle:
+        handle.write(data)
     os.replace(tmp, path)
+
+
+def _fresh(tmp: Path) -> int:
+    """A new, empty regular file at ``tmp`` (a leftover from a killed writer, or a link planted there, removed
+    first: the link itself, never what it points to), opened for writing; the rename that follows replaces
+    the target, a link included, without writing through it."""
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    return open_regular(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
 
 
 def write_json_atomic(path: Path, data: dict) -> None:

@@ -8,18 +8,26 @@ The train and test splits are the dataset's own ("train", and "test" or else "va
 named; a dataset with one split is cut into two with a seeded shuffle (per user for preference data). A test row
 whose question is also a train question is left out and counted. Every problem names the split, the row and
 the column.
+
+An import is keyed by its origin, which its card records: a local source's resolved path and a digest of its
+files, or a hub name and config. Its folder keeps the readable name hf-<name>, so one folder holds one source's
+import: another source with the same folder name is refused rather than answered from the first one's data, and
+a local source whose files changed is imported again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import shlex
+import sys
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from critique.datasets.splits import DatasetCard, DatasetError, Item, check_user, write_dataset
+from critique.datasets.splits import (CARD, Dataset, DatasetCard, DatasetError, Item, check_user, load_dataset,
+                                      read_text, write_dataset)
 
 PREFIX = "hf:"
 QUESTION_COLUMNS = ("question", "text", "sentence", "input", "prompt")
@@ -121,8 +129,124 @@ def _file_kind(path: Path) -> str:
     return kind
 
 
-def import_dataset(source: str, out: str | Path, columns: Columns = Columns(), command: str = ""):
-    """Load `source` and write it as the dataset folder `out` (all or nothing); the written Dataset."""
+def origin(source: str) -> dict:
+    """What an import of `source` is keyed by (its card's extra.hub.origin): a local source's resolved path and the
+    digest of its files (None when they are gone), or a hub name and config. Sources that share a folder name
+    differ here: hf:a/data and hf:b/data, or hf:org/x and a local folder org--x."""
+    place = _place(source)
+    if "path" in place:
+        path = Path(place["path"])
+        place["digest"] = files_digest(path) if path.exists() else None
+    return place
+
+
+def _place(source: str) -> dict:
+    """Where `source` is, without a digest: {"path": resolved path}, or {"name": hub name, "config": config}."""
+    name, config = parse_source(source)
+    if _is_local(name):
+        return {"path": str(Path(name).expanduser().resolve())}
+    return {"name": name, "config": config}
+
+
+def files_digest(path: Path) -> str:
+    """sha256 over a local source's files by name and content: the file, or every file under the folder but the
+    hidden ones (.git, caches), which the datasets library does not read either. A changed file changes it."""
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(
+        f for f in path.rglob("*") if f.is_file() and not any(p.startswith(".") for p in f.relative_to(path).parts))
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with file.open("rb") as handle:
+            digest.update(hashlib.file_digest(handle, "sha256").digest())
+    return digest.hexdigest()
+
+
+def imported(source: str, out: str | Path) -> Dataset:
+    """`source` as the dataset folder `out`: imported on first use; read as it is while its source is unchanged
+    (also when a local source's files are gone); imported again, with the columns and command it was imported
+    with, when a local source's files changed. A folder that holds another source's import is refused."""
+    out = Path(out)
+    if not (out / CARD).exists():
+        return import_dataset(source, out)
+    card = _stored_card(out)
+    asked = origin(source)
+    _check_same_source(source, out, card, asked)
+    recorded = _recorded_origin(card).get("digest")
+    if asked.get("digest") in (None, recorded):
+        return load_dataset(out)
+    why = "its files changed since" if recorded else "no digest of its files was recorded when"
+    print(f"{source}: {why} it was imported into {out}; imported again", file=sys.stderr)
+    return _import(source, out, _recorded_columns(card), card.build_command, asked)
+
+
+def _stored_card(out: Path) -> DatasetCard:
+    """The card of the dataset folder `out`, read without its splits."""
+    path = out / CARD
+    try:
+        record = json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(record, dict):
+        raise DatasetError(f"{path}:1: a dataset card must be a JSON object")
+    return DatasetCard.from_json(record, path)
+
+
+def _recorded_origin(card: DatasetCard) -> dict:
+    """The origin a card records. An import made before origins were recorded: the place its source names, its
+    digest unknown (a local one is imported again once). A dataset that is no import: its source, which no hf:
+    source matches."""
+    recorded = (card.extra.get("hub") or {}).get("origin")
+    if recorded:
+        return recorded
+    if is_hub(card.source):
+        return {**_place(card.source), "digest": None}
+    return {"source": card.source}
+
+
+def _recorded_columns(card: DatasetCard) -> Columns:
+    """The columns, splits and seed an import was made with, as its card records them."""
+    recorded = (card.extra.get("hub") or {}).get("columns") or {}
+    known = {f.name for f in fields(Columns)}
+    return Columns(**{k: v for k, v in recorded.items() if k in known})
+
+
+def _check_same_source(source: str, out: Path, card: DatasetCard, asked: dict) -> None:
+    """Refuse `out` when it holds another source's data: a folder name is kept for the source imported first."""
+    recorded = _recorded_origin(card)
+    if _without_digest(recorded) != _without_digest(asked):
+        raise DatasetError(f"{out / CARD}: holds the import of {card.source or 'another dataset'} "
+                           f"({_named(recorded)}), not of {source} ({_named(asked)}), which has the same folder "
+                           f"name; move that folder away, or import this source into another data folder "
+                           f"(--data-dir or $CRITIQUE_DATA_DIR; --out for critique datasets import)")
+
+
+def _without_digest(found: dict) -> dict:
+    return {k: v for k, v in found.items() if k != "digest"}
+
+
+def _named(found: dict) -> str:
+    """An origin in words: its path, its hub name[:config], or its source."""
+    if "path" in found:
+        return str(found["path"])
+    if "name" in found:
+        return f"hub {found['name']}" + (f":{found['config']}" if found.get("config") else "")
+    return f"source {found.get('source') or 'unknown'}"
+
+
+def import_dataset(source: str, out: str | Path, columns: Columns = Columns(), command: str = "") -> Dataset:
+    """Load `source` and write it as the dataset folder `out` (all or nothing), its origin recorded; the written
+    Dataset. A folder that holds another source's import, or a dataset that is no import, is refused, not
+    replaced."""
+    out = Path(out)
+    asked = origin(source)
+    if (out / CARD).exists():
+        _check_same_source(source, out, _stored_card(out), asked)
+    return _import(source, out, columns, command, asked)
+
+
+def _import(source: str, out: Path, columns: Columns, command: str, found: dict) -> Dataset:
+    """Load `source` and write it as `out`, `found` (its origin) recorded in the card."""
     splits = load_splits(source)
     first = next(iter(splits.values()))
     columns = _columns_found(source, first.column_names, columns)
@@ -136,7 +260,7 @@ def import_dataset(source: str, out: str | Path, columns: Columns = Columns(), c
         version=str(first.info.version or ""), seed=columns.seed if made else None,
         build_command=command or f"critique datasets import {shlex.quote(source)}",
         description=(first.info.description or "").strip(),
-        extra={"hub": {"columns": {f.name: getattr(columns, f.name) for f in fields(columns)},
+        extra={"hub": {"origin": found, "columns": {f.name: getattr(columns, f.name) for f in fields(columns)},
                        "splits": made or {"train": columns.train_split, "test": columns.test_split}},
                "summary": _summary(train, kept, len(test) - len(kept), made)})
     return write_dataset(out, card, train, kept)

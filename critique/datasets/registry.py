@@ -53,10 +53,10 @@ for _name, _task, _space, _build, _raw in [
 
 def resolve(name_or_path: str, data: str | Path | None = None) -> Dataset:
     """A dataset folder, a registered name (generated datasets are built on first use), or hf:NAME[:CONFIG] /
-    hf:./path (imported on first use, its columns found by their usual names: critique.datasets.hub)."""
+    hf:./path (imported on first use, its columns found by their usual names, and imported again when a local
+    source's files change; a folder another source's import holds is refused: critique.datasets.hub)."""
     if hub.is_hub(name_or_path):
-        built = data_dir(data) / hub.folder_name(name_or_path)
-        return load_dataset(built) if (built / CARD).exists() else hub.import_dataset(name_or_path, built)
+        return hub.imported(name_or_path, data_dir(data) / hub.folder_name(name_or_path))
     path = Path(name_or_path)
     if path.is_dir():
         return load_dataset(path)

@@ -5,6 +5,7 @@ was not redone since, which decides the status the run is closed with."""
 from __future__ import annotations
 
 import errno
+import os
 import time
 import uuid
 from dataclasses import asdict
@@ -54,7 +55,10 @@ class RunDirectory:
         from filelock import FileLock, Timeout
 
         self.out.mkdir(parents=True, exist_ok=True)
-        self._lock = FileLock(str(self.out / rundir.LOCK), timeout=0)
+        lock = self.out / rundir.LOCK
+        if os.path.lexists(lock):  # the lock opens its file to truncate it: never through a planted link
+            os.close(rundir.open_regular(lock, os.O_RDONLY))
+        self._lock = FileLock(str(lock), timeout=0)
         try:
             self._lock.acquire()
         except Timeout:

@@ -9,7 +9,7 @@ import pytest
 
 from critique.base import rundir
 from critique.cli import main
-from critique.llm.client import SAME_FAILURES
+from critique.llm.client import FAILURES_IN_A_ROW
 
 STUDY = """
 datasets = ["mcr-gen"]
@@ -68,8 +68,24 @@ def test_a_run_whose_calls_keep_failing_alike_stops(home, fake_llm, monkeypatch,
     rc = main(["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "15", "--retries", "0",
                "--concurrency", "1", "--strategies", "zero_shot", "--out", str(home / "run"), "--quiet"])
     err = capsys.readouterr().err
-    assert rc == 1 and f"{SAME_FAILURES} calls in a row failed with the same error" in err, err
-    assert len(rundir.read_jsonl(home / "run" / rundir.CALLS)) == SAME_FAILURES  # of the 15 train answers
+    assert rc == 1 and f"{FAILURES_IN_A_ROW} calls in a row failed, with the same error" in err, err
+    assert len(rundir.read_jsonl(home / "run" / rundir.CALLS)) == FAILURES_IN_A_ROW  # of the 15 train answers
+
+
+def test_a_run_whose_calls_fail_with_errors_that_differ_stops_too(home, monkeypatch, capsys):
+    """An outage answers 429, 500, 503 and bodies that are no reply by turns: it is stopped as one error is."""
+    from faults.server import FaultServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-outage-test-0000")
+    with FaultServer(doom_rate=1.0) as server:
+        rc = main(["run", "--dataset", "mcr-gen", "--model", "openai/served", "--api-base", server.url, "--limit", "40",
+                   "--retries", "0", "--concurrency", "1", "--strategies", "zero_shot,EP_CRIT",
+                   "--out", str(home / "run"), "--quiet"])
+        kinds = {outcome for outcome in server.outcomes if outcome != "ok"}
+    err = capsys.readouterr().err
+    assert rc == 1 and f"{FAILURES_IN_A_ROW} calls in a row failed, with" in err and "different errors" in err, err
+    assert len(kinds) > 1  # the errors differed
+    assert len(rundir.read_jsonl(home / "run" / rundir.CALLS)) == FAILURES_IN_A_ROW  # not the 40 train answers
 
 
 def test_an_empty_memory_is_said_and_answered_memory_free_and_a_rerun_makes_no_call(home, fake_llm, monkeypatch,

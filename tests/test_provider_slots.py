@@ -96,3 +96,21 @@ def test_a_dask_cell_that_has_ended_keeps_no_provider_slot(tmp_path):
             again.release()
         finally:
             study.close()
+
+
+def test_a_study_cluster_of_this_machine_listens_on_loopback_only():
+    """--backend dask without --scheduler starts a cluster here: its scheduler and its dashboard are reached from
+    this machine only, never on every interface."""
+    pytest.importorskip("distributed")
+    from urllib.parse import urlsplit
+
+    from critique.experiments.study.execute import _backend
+
+    client = _backend("dask", None)
+    try:
+        scheduler = urlsplit(client.scheduler.address).hostname
+        bound = {sock.getsockname()[0] for sock in client.cluster.scheduler.http_server._sockets.values()}
+        assert scheduler == "127.0.0.1" and bound == {"127.0.0.1"}  # the dashboard's sockets, as bound
+    finally:
+        client.close()
+        client.cluster.close()

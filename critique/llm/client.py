@@ -50,8 +50,9 @@ from critique.llm.params import NOT_PARAMS, dropped_for, run_effort
 from critique.llm.attempt import (RETRY_STATUS, CallFailed, MalformedResponse, backoff, context_exceeded,  # noqa: F401
                                   describe, fields_of, incurable, retry_after_of, retryable)
 
-# Calls in a row that failed with the same error, after which a client stops making calls (_fail_fast).
-SAME_FAILURES = 10
+# Calls in a row that failed, with no answer between them, after which a client stops making calls (_fail_fast):
+# an outage fails calls with errors that differ (429, 500, 503, a body that is no reply), not with one error.
+FAILURES_IN_A_ROW = 10
 
 
 @dataclass
@@ -182,7 +183,7 @@ class LLM:
         self.concurrency = 1 if config.model.startswith(f"{local_llm.PROVIDER}/") else max(1, config.concurrency)
         self.calls_made = 0
         self._answered = 0  # calls the provider answered (not the cache)
-        self._streak: tuple[str | None, int] = (None, 0)  # the error of the last calls that failed in a row, how many
+        self._streak: list[str] = []  # the errors of the last calls that failed in a row
         self._fatal: str | None = None  # why this client makes no more calls (fail_fast)
         self.context_window = context.window(config.model, config.context_tokens, self.local)  # None: unknown
         self._processes = None  # the worker processes of the attempts, started on the first one
@@ -319,7 +320,7 @@ class LLM:
             try:
                 fields = await (self._score(request) if "answer_by" in request
                                 else self._attempt(formats.in_form(params, form)))
-                self._answered, self._streak = self._answered + 1, (None, 0)
+                self._answered, self._streak = self._answered + 1, []
                 return LLMResult(**fields, latency_s=round(time.monotonic() - started, 4), retries=retries)
             except Exception as exc:  # noqa: BLE001 - every failure of the call is reported, none raised
                 error = exc
@@ -341,19 +342,20 @@ class LLM:
 
     def _fail_fast(self, text: str, cure: str | None) -> None:
         """Make no more calls (every later one raises RunError; this one's failure is still recorded) when the
-        first call the provider answers fails with an error no retry can cure, or when SAME_FAILURES calls in a
-        row fail with the same error."""
+        first call the provider answers fails with an error no retry can cure, or when FAILURES_IN_A_ROW calls in
+        a row fail, whatever their errors."""
         if cure is not None and self._answered == 0:
             self._fatal = (f"{self.config.model}: the first call failed with an error no retry can cure "
                            f"({text[:300]}): {cure}; no more calls are made. What is logged stays; run the same "
                            "command again once it is fixed")
         else:
-            same = self._streak[1] + 1 if self._streak[0] == text[:300] else 1
-            self._streak = (text[:300], same)
-            if same >= SAME_FAILURES:
-                self._fatal = (f"{self.config.model}: {same} calls in a row failed with the same error ({text[:300]}); "
-                               "the run stopped rather than fail every call. What is logged stays; run the same "
-                               "command again to resume")
+            self._streak.append(text[:300])
+            if len(self._streak) >= FAILURES_IN_A_ROW:
+                kinds = len(set(self._streak))
+                alike = "the same error" if kinds == 1 else f"{kinds} different errors"
+                self._fatal = (f"{self.config.model}: {len(self._streak)} calls in a row failed, with {alike} (the "
+                               f"last: {text[:300]}); the run stopped rather than fail every call. What is logged "
+                               "stays; run the same command again to resume")
 
     async def _attempt(self, params: dict) -> dict:
         """One request: the LLMResult fields of the reply. The outer deadline is a guard in case a

@@ -163,6 +163,9 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
     return {"cell": cell.index, "label": cell.label, "status": "done", "calls": calls, "error": None}
 
 
+LOOPBACK = "127.0.0.1"
+
+
 def _backend(backend: str, scheduler: str | None):
     """Prepare a cluster backend; returns an object to keep alive (a dask client)."""
     if backend == "ray":
@@ -180,7 +183,10 @@ def _backend(backend: str, scheduler: str | None):
             from distributed import Client
         except ImportError:
             raise error("--backend dask needs the packages dask and distributed") from None
-        return Client(scheduler) if scheduler else Client()
+        if scheduler:
+            return Client(scheduler)
+        # a cluster of this machine listens on loopback only: its scheduler and its dashboard
+        return Client(host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0")
     return None
 
 

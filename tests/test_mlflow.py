@@ -1,9 +1,11 @@
-"""--mlflow: each run directory as one MLflow run, in a real MLflow file store (critique.analysis.mlflow_log)."""
+"""--mlflow: each run directory as one MLflow run, in a real local SQLite store (critique.analysis.mlflow_log)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,14 +18,16 @@ from critique.analysis import mlflow_log  # noqa: E402
 from critique.cli import main  # noqa: E402
 
 SHIPPED = Path(__file__).resolve().parent.parent / "logs" / "control-pos__local_smollm2"
+OTHER = SHIPPED.parent / "control-neg__local_qwen2.5-coder-0.5b"  # another dataset, another model, another run id
 
 
 @pytest.fixture
 def store(tmp_path, monkeypatch):
-    """A file store in a temporary folder (MLflow refuses one unless told that it is wanted)."""
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    """A SQLite store in a temporary folder, the working folder too (MLflow puts its artifacts in ./mlruns)."""
+    monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
-    return (tmp_path / "mlruns").as_uri()
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return f"sqlite:///{(tmp_path / 'store' / 'mlflow.db').as_posix()}"
 
 
 def runs_in(uri: str) -> list:
@@ -84,8 +88,81 @@ def test_a_store_that_refuses_is_a_plain_error(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
     run = tmp_path / "control-pos__local_smollm2"
     shutil.copytree(SHIPPED, run)
-    code = main(["tables", str(run), "--mlflow", (tmp_path / "m").as_uri(), "-o", str(tmp_path / "t.md")])
-    assert code == 2 and "critique: error: --mlflow: " in capsys.readouterr().err
+    uri = (tmp_path / "m").as_uri()
+    code = main(["tables", str(run), "--mlflow", uri, "-o", str(tmp_path / "t.md")])
+    assert code == 2 and f"critique: error: --mlflow {uri}: " in capsys.readouterr().err
+
+
+def test_a_folder_reused_for_another_run_gets_an_mlflow_run_of_its_own(tmp_path, store):
+    run = tmp_path / "runs" / "r"
+    shutil.copytree(SHIPPED, run)
+    (first,) = mlflow_log.log_runs([run], store)
+    before = MlflowClient(store).get_run(first[1]).data
+    shutil.rmtree(run)
+    shutil.copytree(OTHER, run)  # the same folder, now holding another model's run on another dataset
+    (second,) = mlflow_log.log_runs([run], store)
+    assert second[2] is True and second[1] != first[1]
+    old, new = (MlflowClient(store).get_run(r[1]).data for r in (first, second))
+    assert (old.params, old.metrics) == (before.params, before.metrics)
+    assert new.params["dataset"] == "control-neg" and new.params["model"] == "local/qwen2.5-coder-0.5b"
+    assert new.tags[mlflow_log.RUN_ID_TAG] == json.loads((run / "manifest.json").read_text())["run_id"]
+    assert mlflow_log.log_runs([run], store)[0][1:] == (second[1], False)
+    assert len(runs_in(store)) == 2
+
+
+def test_a_store_that_cannot_be_written_is_one_line(tmp_path, store, capfd):
+    run = tmp_path / "control-pos__local_smollm2"
+    shutil.copytree(SHIPPED, run)
+    (tmp_path / "taken").write_text("a file where the store's folder would be\n")
+    uri = f"sqlite:///{(tmp_path / 'taken' / 'mlflow.db').as_posix()}"
+    assert main(["tables", str(run), "--mlflow", uri, "-o", str(tmp_path / "t.md")]) == 2
+    (line,) = capfd.readouterr().err.strip().splitlines()
+    assert line.startswith(f"critique: error: --mlflow {uri}: the store cannot be written (")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes a read-only folder")
+def test_a_read_only_store_is_one_line(tmp_path, store, capfd):
+    run = tmp_path / "control-pos__local_smollm2"
+    shutil.copytree(SHIPPED, run)
+    folder = tmp_path / "read-only"
+    folder.mkdir(mode=0o555)
+    uri = f"sqlite:///{(folder / 'mlflow.db').as_posix()}"
+    try:
+        assert main(["tables", str(run), "--mlflow", uri, "-o", str(tmp_path / "t.md")]) == 2
+    finally:
+        folder.chmod(0o755)
+    (line,) = capfd.readouterr().err.strip().splitlines()
+    assert line == f"critique: error: --mlflow {uri}: the store cannot be written (Permission denied: {folder / 'mlflow.db'})"
+
+
+def test_the_default_store_is_sqlite_in_the_working_folder(tmp_path, store, monkeypatch, capsys):
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    (tmp_path / "mlruns" / "0").mkdir(parents=True)  # an old file store, which MLflow itself would pick, then refuse
+    (tmp_path / "mlruns" / "0" / "meta.yaml").write_text("name: Default\n")
+    run = tmp_path / "control-pos__local_smollm2"
+    shutil.copytree(SHIPPED, run)
+    assert main(["tables", str(run), "--mlflow", "-o", str(tmp_path / "t.md")]) == 0
+    default = f"sqlite:///{(tmp_path / 'mlflow.db').resolve().as_posix()}"
+    assert [r.info.run_name for r in runs_in(default)] == [run.name]
+    assert f"logged, 0 unchanged since last logged, to {default} (experiment" in capsys.readouterr().err
+
+
+def test_the_store_is_the_option_else_the_environment_else_the_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert mlflow_log.store_uri(None) == mlflow_log.store_uri("") == f"sqlite:///{(tmp_path / 'mlflow.db').resolve().as_posix()}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://localhost:5000")
+    assert mlflow_log.store_uri("") == "http://localhost:5000"
+    assert mlflow_log.store_uri("sqlite:///elsewhere.db") == "sqlite:///elsewhere.db"
+
+
+def test_a_sqlite_store_without_sqlalchemy_and_alembic_is_one_line(tmp_path, store, monkeypatch, capfd):
+    monkeypatch.setitem(sys.modules, "alembic", None)  # mlflow-skinny alone: no Alembic to make the tables
+    run = tmp_path / "control-pos__local_smollm2"
+    shutil.copytree(SHIPPED, run)
+    assert main(["tables", str(run), "--mlflow", store, "-o", str(tmp_path / "t.md")]) == 2
+    (line,) = capfd.readouterr().err.strip().splitlines()
+    assert line.startswith(f"critique: error: --mlflow {store}: a SQLite store needs SQLAlchemy and Alembic")
 
 
 def test_study_logs_each_of_its_run_directories(home, fake_llm, store):

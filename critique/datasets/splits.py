@@ -120,11 +120,9 @@ class DatasetCard:
             raise DatasetError(f"{path}:1: answer_space must be a list of labels (strings), not {space!r}")
         if len(space) < 2 or len(set(space)) != len(space):
             raise DatasetError(f"{path}:1: answer_space needs two or more distinct labels")
-        same = labels.collisions(space)
-        if same:
-            first, second = same[0]
-            raise DatasetError(f"{path}:1: answer_space labels {first!r} and {second!r} cannot be told apart (they "
-                               f"differ only in case, Unicode form or the punctuation around them)")
+        trouble = labels.problem(space)
+        if trouble:
+            raise DatasetError(f"{path}:1: answer_space {trouble}")
         if not isinstance(card.users, list):
             raise DatasetError(f"{path}:1: users must be a list of names, not {card.users!r}")
         for user in card.users:

@@ -13,9 +13,8 @@ import random
 import re
 from dataclasses import dataclass
 
-from critique.base import labels
 from critique.base.reply_bounds import FIELD_CHARS, MAX_ADVICE_LINES
-from critique.base.assertion import asserted_option  # noqa: F401  (the one definition, re-exported)
+from critique.base.assertion import asserted_option  # the one definition, re-exported
 
 
 @dataclass(frozen=True)
@@ -25,23 +24,10 @@ class Parsed:
 
 
 def _normalise(value: str, answer_space: list[str]) -> str | None:
-    """The option ``value`` names (critique.base.labels: the one normalisation), or None."""
-    found = labels.lookup(value, answer_space)
-    if found is not None:
-        return found
-    text = labels.fold(value)
-    by_key = {labels.key(a): a for a in answer_space}
-    # "Option 2", "paper B", "answer: yes", "2. karate, ..."; "-1" and "1.5" are not option 1
-    words = re.findall(r"[-+]?\w+(?:\.[0-9]+)?", text)
-    if any(w in labels.NEGATIONS and w not in by_key for w in words[:3]):
-        return None  # "not A" names no answer (as in the assertion check)
-    hits = {by_key[w] for w in words[:3] if w in by_key}
-    if len(hits) == 1 and words and len(words) <= 3:
-        return hits.pop()
-    match = re.match(r"^\s*(\w+)\s*[.):](?!\d)", text)
-    if match and match.group(1) in by_key:
-        return by_key[match.group(1)]
-    return None
+    """The option ``value`` names, or None: read as the assertion check reads a critique's answer
+    (critique.base.assertion.asserted_option: one normalisation and one negation rule, so a reply and a
+    critique that say the same thing name the same option; "not A" and "A is wrong" name none)."""
+    return asserted_option(value, answer_space)
 
 
 def json_object(text: str) -> dict | None:

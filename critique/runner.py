@@ -120,7 +120,8 @@ def execute_run(config, out: Path, *, probe=None, ablation=None, reuse: dict | N
 
     ``setup(run)`` runs once the run is open; ``work(run)`` is the coroutine, run to its end
     by ``runner`` (a study's threads share one event loop); ``complete``: the status the run
-    is closed with (None: complete when the work ended without an error)."""
+    is closed with (None: complete when the work ended without an error). A run that stops or fails raises,
+    the exception holding the calls it made as ``calls_made``."""
     started = time.monotonic()
     run = prepare(config, out, probe=probe, ablation=ablation, progress=progress, learner=learner,
                   **llm_options)
@@ -132,6 +133,9 @@ def execute_run(config, out: Path, *, probe=None, ablation=None, reuse: dict | N
             setup(run)
         runner(work(run))
         ended = True
+    except BaseException as exc:  # stopped (a cap, an interrupt) or failed: what it made is still its caller's to say
+        exc.calls_made = run.llm.calls_made
+        raise
     finally:
         run.close(ended if complete is None else complete)
         run.llm.close()

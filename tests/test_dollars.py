@@ -4,6 +4,7 @@ estimate, and --max-cost stopping a run or a whole study cleanly before the call
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -85,6 +86,7 @@ def test_max_cost_stops_the_run_before_the_call_that_could_pass_it_and_a_higher_
     assert {c["request_hash"] for c in calls(out)} == {c["request_hash"] for c in calls(full)}
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # no call left never awaited
 def test_a_study_cap_holds_over_every_cell(home, fake_llm, capsys):
     """Cells in threads of one process; tests/faults/test_clusters.py has the cap over loky and dask workers."""
     study = home / "study.toml"
@@ -95,9 +97,10 @@ def test_a_study_cap_holds_over_every_cell(home, fake_llm, capsys):
     assert main(["study", str(study), "--max-cost", "4"]) == 1
     out = capsys.readouterr().out
     assert "--max-cost $4 reached" in out and "spent of --max-cost $4" in out
-    spent = sum(c["cost_usd"] for folder in (home / "out").iterdir() if folder.is_dir()
-                for c in calls(folder) if not c["cached"])
-    assert 0 < spent <= 4
+    paid = [c for folder in (home / "out").iterdir() if folder.is_dir() for c in calls(folder) if not c["cached"]]
+    assert 0 < sum(c["cost_usd"] for c in paid) <= 4
+    (made,) = re.findall(r"(\d+) LLM calls made", out)  # the summary counts the calls of the stopped runs too
+    assert int(made) == len(paid)
 
 
 def test_table5_and_the_methods_table_show_dollars_beside_tokens(home, fake_llm, tmp_path):
@@ -162,6 +165,7 @@ def test_a_cap_spends_up_to_itself_with_calls_queued_behind_their_slots(home, fa
     assert len(calls(out)) >= 6
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # no call left never awaited
 def test_the_cap_is_the_runs_over_reruns(home, fake_llm, capsys):
     out = home / "reruns"
     priced = ("--price", "1000,1000", "--max-tokens", "200", "--no-cache")
@@ -170,6 +174,7 @@ def test_the_cap_is_the_runs_over_reruns(home, fake_llm, capsys):
     assert 0 < _paid(out) <= 1.5
     made = len(fake_llm.CALLS)
     assert run(out, *priced, "--max-cost", "1.5") == 3 and len(fake_llm.CALLS) == made  # nothing left to spend
+    assert len(calls(out)) == made  # every call the provider answered is logged: none was cut off at the stop
 
 
 def test_a_provider_that_bills_more_than_the_bound_stops_the_calls_after_it(home, fake_llm, capsys, monkeypatch):

@@ -106,7 +106,7 @@ def test_a_study_cluster_of_this_machine_listens_on_loopback_only():
 
     from critique.experiments.study.execute import _backend
 
-    client = _backend("dask", None)
+    client = _backend("dask", None, 2)
     try:
         scheduler = urlsplit(client.scheduler.address).hostname
         bound = {sock.getsockname()[0] for sock in client.cluster.scheduler.http_server._sockets.values()}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from critique.engine import agents, parsing, performance, prompts
 from critique.base import records
+from critique.base.errors import Stopped
 from critique.base import rundir
 from critique.datasets.splits import Dataset, Item
 from critique.llm import context
@@ -177,6 +178,10 @@ class Run(RunDirectory):
                 for done in asyncio.as_completed(tasks):
                     await done
                     bar.update(1)
+            except Stopped:  # a spend cap or the study's stop: no call starts now, and the calls in flight were
+                # sent (and are billed), so they end and are logged before the run stops
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
             except BaseException:  # the run stops (a full disk, Ctrl-C): its other calls stop with it
                 for task in tasks:
                     task.cancel()

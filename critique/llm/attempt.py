@@ -139,3 +139,11 @@ def backoff(retries: int, first: float, cap: float, asked: float | None) -> floa
     if asked is not None and asked <= 600:
         return asked
     return min(cap, first * 2 ** retries) * (1 + 0.25 * random.random())
+
+
+def outage(model: str, streak: list[str]) -> str:
+    """Why a client stops after ``streak``, the errors of the calls that failed in a row (FAILURES_IN_A_ROW)."""
+    kinds = len(set(streak))
+    alike = "the same error" if kinds == 1 else f"{kinds} different errors"
+    return (f"{model}: {len(streak)} calls in a row failed, with {alike} (the last: {streak[-1]}); the run stopped "
+            "rather than fail every call. What is logged stays; run the same command again to resume")

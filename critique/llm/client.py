@@ -45,10 +45,11 @@ from critique.base.rundir import add_param_secrets, add_url_secrets, redact, red
 from critique.llm import bounds, context, formats, loglikelihood
 from critique.llm.price import price_of, unknown
 from critique.llm.response_cache import ResponseCache
+from critique.llm.spend import SpendCapReached
 from critique.llm.routing import endpoint_of, provider_of, router
 from critique.llm.params import NOT_PARAMS, dropped_for, run_effort
 from critique.llm.attempt import (RETRY_STATUS, CallFailed, MalformedResponse, backoff, context_exceeded,  # noqa: F401
-                                  describe, fields_of, incurable, retry_after_of, retryable)
+                                  describe, fields_of, incurable, outage, retry_after_of, retryable)
 
 # Calls in a row that failed, with no answer between them, after which a client stops making calls (_fail_fast):
 # an outage fails calls with errors that differ (429, 500, 503, a body that is no reply), not with one error.
@@ -185,6 +186,7 @@ class LLM:
         self._answered = 0  # calls the provider answered (not the cache)
         self._streak: list[str] = []  # the errors of the last calls that failed in a row
         self._fatal: str | None = None  # why this client makes no more calls (fail_fast)
+        self._capped: str | None = None  # the cap this client reached (what it said): it makes no more calls
         self.context_window = context.window(config.model, config.context_tokens, self.local)  # None: unknown
         self._processes = None  # the worker processes of the attempts, started on the first one
         if config.processes > 1 and self.local is None and not config.deployments:
@@ -222,10 +224,21 @@ class LLM:
     def _check_stop(self) -> None:
         if self._fatal is not None:
             raise RunError(self._fatal)
+        if self._capped is not None:  # a smaller call could still fit: the run stops at the first that does not
+            raise SpendCapReached(self._capped)
         if self._spend is not None:
             self._spend.check()
         if self._stop is not None and self._stop():
             raise Stopped(f"{self.config.model}: stopped before a call (the study was interrupted or is gone)")
+
+    def _reserve(self, messages: list[dict]) -> float:
+        """Reserve what a call of ``messages`` could cost at most (critique.llm.spend); SpendCapReached, then and for
+        every later call of this client, when it could pass the cap."""
+        try:
+            return self._spend.take(self.price, self.count_tokens(messages), self.config.max_tokens)
+        except SpendCapReached as exc:
+            self._capped = str(exc)
+            raise
 
     # ---- the response cache (critique.llm.response_cache: busy, unwritable or corrupt, never a traceback) ----
     def _open_cache(self) -> ResponseCache:
@@ -284,8 +297,7 @@ class LLM:
                 self._slots = asyncio.Semaphore(self.concurrency)
             async with self._slots:  # a call queued in this client holds no provider slot, and reserves nothing
                 # under --max-cost: what the call could cost at most is reserved, or SpendCapReached (llm.spend)
-                bound = None if self._spend is None else \
-                    self._spend.take(self.price, self.count_tokens(messages), self.config.max_tokens)
+                bound = None if self._spend is None else self._reserve(messages)
                 if self._limits is None:
                     result = await self._call(request)
                 else:
@@ -351,11 +363,7 @@ class LLM:
         else:
             self._streak.append(text[:300])
             if len(self._streak) >= FAILURES_IN_A_ROW:
-                kinds = len(set(self._streak))
-                alike = "the same error" if kinds == 1 else f"{kinds} different errors"
-                self._fatal = (f"{self.config.model}: {len(self._streak)} calls in a row failed, with {alike} (the "
-                               f"last: {text[:300]}); the run stopped rather than fail every call. What is logged "
-                               "stays; run the same command again to resume")
+                self._fatal = outage(self.config.model, self._streak)
 
     async def _attempt(self, params: dict) -> dict:
         """One request: the LLMResult fields of the reply. The outer deadline is a guard in case a

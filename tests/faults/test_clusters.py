@@ -5,6 +5,7 @@ workers' calls, and a rerun completes with the records of the threading backend.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -196,15 +197,28 @@ def test_a_killed_loky_study_leaves_no_worker_calling(tmp_path, env, server):
     assert sum(server.seen.values()) < len(MODELS) * PER_CELL
 
 
-def test_ray_runs_a_study(tmp_path, env, server):
+def test_ray_runs_a_study_on_a_cluster_of_this_machine(tmp_path, env, server):
+    """A real local ray cluster (started by the study, more cells at once than this machine has cores): the
+    provider limit holds over its worker processes, and a rerun gives the threading backend's records."""
     pytest.importorskip("ray")
-    finish(start(study_file(tmp_path, server, limit=2, jobs=3), env, "--backend", "ray"))
-    assert 1 <= server.peak <= 2
+    path = study_file(tmp_path, server, limit=2, jobs=3)
+    printed = finish(start(path, env, "--backend", "ray"))
+    assert "3 cells done" in printed and 1 <= server.peak <= 2
+    made = sum(server.seen.values())
+    assert "0 to run" in finish(start(path, env, "--backend", "ray")) and sum(server.seen.values()) == made
+    threads = study_file(tmp_path, server, limit=2, jobs=3, out="threads")
+    finish(start(threads, env))
+    assert [sorted(json.loads(line)["request_hash"] for line in (run / "calls.jsonl").read_text().splitlines())
+            for run in run_dirs(tmp_path / "out")] == \
+        [sorted(json.loads(line)["request_hash"] for line in (run / "calls.jsonl").read_text().splitlines())
+         for run in run_dirs(tmp_path / "threads")]
 
 
-@pytest.mark.parametrize("backend", ["loky", "dask"])
+@pytest.mark.parametrize("backend", ["loky", "dask", "ray"])
 def test_max_cost_holds_over_the_workers_of_a_study(tmp_path, env, server, cluster, backend):
     """One dollar cap over every cell in every worker process: the spend never passes it, and the cells stop."""
+    if backend == "ray":
+        pytest.importorskip("ray")
     _, client = cluster
     path = study_file(tmp_path, server, limit=8, jobs=3, cache=False)
     text = path.read_text().replace("\n[[models]]\n", '\n[[models]]\nprice = "1000,1000"\n')
@@ -214,8 +228,6 @@ def test_max_cost_holds_over_the_workers_of_a_study(tmp_path, env, server, clust
     proc = start(path, env, *options)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 1 and "--max-cost $2 reached" in out, out
-    import json
-
     logs = [run / "calls.jsonl" for run in run_dirs(tmp_path / "out") if (run / "calls.jsonl").exists()]
     spent = sum(json.loads(line)["cost_usd"] for log in logs for line in log.read_text().splitlines() if line.strip())
     assert 0 < spent <= 2  # a cell stopped before its first call has no calls.jsonl

@@ -102,8 +102,14 @@ class Processes(Threads):
         self._cells = self._manager.dict()  # cell token -> pid of the process that runs it
         self._pid, self._host = os.getpid(), socket.gethostname()
 
-    def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "_manager"}
+    def __reduce__(self):
+        """To a worker process: the shared objects, with the manager's key. A loky worker is the study's child
+        and has that key already; a ray worker is not, and its manager proxies would be refused without it."""
+        import multiprocessing
+        import pickle
+
+        state = {k: v for k, v in self.__dict__.items() if k != "_manager"}
+        return _processes_in_worker, (bytes(multiprocessing.current_process().authkey), pickle.dumps(state))
 
     def study_gone(self) -> bool:
         if socket.gethostname() != self._host:
@@ -141,6 +147,17 @@ class Processes(Threads):
 
     def close(self) -> None:
         self._manager.shutdown()
+
+
+def _processes_in_worker(authkey: bytes, state: bytes) -> Processes:
+    """The study's Processes in a worker process: the manager's key first, then its proxies (Processes.__reduce__)."""
+    import multiprocessing
+    import pickle
+
+    multiprocessing.current_process().authkey = authkey
+    shared = Processes.__new__(Processes)
+    shared.__dict__.update(pickle.loads(state))
+    return shared
 
 
 def _exit_with_parent(parent: int) -> None:

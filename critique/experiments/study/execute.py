@@ -140,12 +140,14 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                 say(f"{head}: {task.label} done ({outcome.calls_made} calls, {outcome.seconds:.1f}s"
                     + (f"; {errors[task.label]}" if outcome.errors else "") + ")")
         except Stopped as exc:
+            calls += getattr(exc, "calls_made", 0)  # the stopped run's calls were made, and paid for, too
             capped = str(exc) if isinstance(exc, SpendCapReached) else None  # said in the study's summary too
             say(f"{head}: stopped after {time.monotonic() - started:.1f}s"
                 + (f" ({capped})" if capped else "; rerun the study to resume it"))
             shared_objects.stopped(watchdog.gone)
             return {"cell": cell.index, "label": cell.label, "status": "stopped", "calls": calls, "error": capped}
         except Exception as exc:  # noqa: BLE001  (one failed cell does not stop the others)
+            calls += getattr(exc, "calls_made", 0)
             message = redact(f"{type(exc).__name__}: {exc}")
             say(f"{head}: FAILED after {time.monotonic() - started:.1f}s: {message}")
             shared_objects.stopped(watchdog.gone)
@@ -166,18 +168,30 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
 LOOPBACK = "127.0.0.1"
 
 
-def _backend(backend: str, scheduler: str | None):
-    """Prepare a cluster backend; returns an object to keep alive (a dask client)."""
+class _RayCluster:
+    """The study's connection to ray (a cluster of this machine ends with it)."""
+
+    def close(self) -> None:
+        import ray
+
+        ray.shutdown()
+
+
+def _backend(backend: str, scheduler: str | None, jobs: int):
+    """Prepare a cluster backend for ``jobs`` cells at once; returns what to close at the end (a dask client, ray)."""
     if backend == "ray":
         try:
             import ray
             from ray.util.joblib import register_ray
         except ImportError:
-            raise error("--backend ray needs the package ray (pip install 'ray[default]')") from None
+            raise error("--backend ray needs the package ray: pip install critique[ray]") from None
         register_ray()
         if scheduler:
             ray.init(address=scheduler)
-        return None
+        else:  # a cluster of this machine with a slot for each cell at once, and no dashboard; ray's own servers
+            # take its token authentication (on by default) and bind every interface, which ray does not let us narrow
+            ray.init(include_dashboard=False, num_cpus=max(jobs, os.cpu_count() or 1))
+        return _RayCluster()
     if backend == "dask":
         try:
             from distributed import Client
@@ -216,7 +230,7 @@ def main(args) -> int:
         if cell not in todo:
             say(f"[{cell.index}/{len(cells)}] {cell.label}: complete, skipped")
     study.out.mkdir(parents=True, exist_ok=True)
-    keep = _backend(backend, args.scheduler)
+    keep = _backend(backend, args.scheduler, jobs)
     max_cost = args.max_cost if getattr(args, "max_cost", None) is not None else study.settings.get("max_cost")
     problem = setting_problem("max_cost", max_cost)
     if problem:

@@ -7,10 +7,12 @@ another run (another model, another dataset) gets an MLflow run of its own: one 
 of one run and the metrics of another. A run directory whose logs are unchanged since it was last logged (the tag
 `critique.logged`: its manifest and the sizes of its logs) is left as it is. What is logged:
 
-- params: the run's settings that make its identity (critique.base.config.IDENTITY), its dataset and strategies;
-- metrics: every number of the study's tables that these logs fill, as `<table>/<column>/<strategy>` (Table 1's
-  accuracy and interval per strategy, tokens and costs, the methods table), and the headline claims
-  (`claims/C1/vs_zero_shot`, ...);
+- params: the run's settings that make its identity (critique.base.config.IDENTITY, default values too), its
+  dataset and strategies, and each field of its probe or ablation (`probe.feedback`);
+- metrics: for every run directory, the accuracy and count of its final predictions per stage and strategy
+  (`predictions/test/EP_CRIT/accuracy`, `predictions/stream/EP_CRIT/n`); every number of the study's tables that
+  these logs fill, as `<table>/<column>/<strategy>` (Table 1's accuracy and interval per strategy, tokens and
+  costs, the methods table), and the headline claims (`claims/C1/vs_zero_shot`, ...);
 - artifacts: the manifest, the memory folder and the HTML report of the run directory.
 
 The store is --mlflow's TRACKING_URI, else $MLFLOW_TRACKING_URI, else the SQLite database mlflow.db in the working
@@ -34,7 +36,7 @@ from pathlib import Path
 
 from critique.analysis import logs
 from critique.base import rundir
-from critique.base.config import IDENTITY
+from critique.base.config import IDENTITY, manifest_value
 
 RUN_TAG = "critique.run_dir"
 RUN_ID_TAG = "critique.run_id"
@@ -160,12 +162,12 @@ def log_run(client, experiment_id: str, run_dir: Path, extra: dict) -> tuple[str
         return existing.info.run_id, False
     if existing is None:
         tags = {RUN_TAG: str(run_dir.resolve()), **({RUN_ID_TAG: identity} if identity else {})}
-        existing = client.create_run(experiment_id, run_name=run_dir.name, tags=tags)
+        existing = client.create_run(experiment_id, run_name=run_name(run_dir), tags=tags)
     run_id, known = existing.info.run_id, existing.data.params
     stamp = int(time.time() * 1000)
     analysis = _analysis(run_dir)
     params = [Param(k, v) for k, v in params_of(manifest).items() if k not in known]
-    numbers = {**(metrics_of(analysis) if analysis is not None else {}), **extra}
+    numbers = {**prediction_metrics(run_dir), **(metrics_of(analysis) if analysis is not None else {}), **extra}
     metrics = [Metric(metric_name(k), float(v), stamp, 0) for k, v in numbers.items()]
     for start in range(0, max(len(metrics), len(params), 1), 100):  # MLflow's batch limit is 100 params
         client.log_batch(run_id, metrics=metrics[start:start + 100], params=params[start:start + 100])
@@ -199,16 +201,45 @@ def _state(run_dir: Path, manifest: dict, extra: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def run_name(run_dir: Path) -> str:
+    """The MLflow run's name: what sets the run directory apart first (``stream-self``, ``k-3``), then its dataset
+    and model, so that a list cut after a few characters still tells runs apart."""
+    parts = Path(run_dir).name.split("__")
+    return " · ".join(parts[2:] + parts[:2]) if len(parts) > 2 else Path(run_dir).name
+
+
 def params_of(manifest: dict) -> dict[str, str]:
-    """The settings that make the run's identity, its dataset and its strategies, as MLflow params."""
+    """The settings that make the run's identity (each, default values too: a manifest written before a setting
+    existed has the value the run had, critique.base.config.manifest_value), its dataset and its strategies, and
+    each field of its probe or ablation (``probe.feedback``: a stream's critic), as MLflow params."""
     config = manifest.get("config") or {}
-    params = {name: config.get(name) for name in IDENTITY if name in config}
+    params = {name: manifest_value(config, name) for name in IDENTITY}
     params["dataset"] = (manifest.get("dataset") or {}).get("name") or config.get("dataset")
     params["strategies"] = ",".join(config.get("strategies") or [])
     for key in ("probe", "ablation"):
-        if manifest.get(key):
-            params[key] = manifest[key] if isinstance(manifest[key], str) else json.dumps(manifest[key])
+        value = manifest.get(key)
+        if value:
+            params[key] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        if isinstance(value, dict):
+            params.update({f"{key}.{field}": v for field, v in value.items() if not isinstance(v, (dict, list))})
     return {k: "" if v is None else rundir.redact(str(v))[:6000] for k, v in params.items()}
+
+
+def prediction_metrics(run_dir: Path) -> dict[str, float]:
+    """For every run directory, whatever tables it fills (an ablation, a stream, a probe, a credit run):
+    ``predictions/<stage>/<strategy>/accuracy`` (percent of its final predictions with a verdict) and ``/n``."""
+    counts: dict[str, list[int]] = {}
+    for record in logs.predictions(run_dir):
+        if record.get("correct") is None:
+            continue
+        seen = counts.setdefault(f"predictions/{record.get('stage')}/{record.get('strategy') or 'none'}", [0, 0])
+        seen[0] += bool(record["correct"])
+        seen[1] += 1
+    metrics = {}
+    for name, (right, total) in counts.items():
+        metrics[metric_name(f"{name}/accuracy")] = 100.0 * right / total
+        metrics[metric_name(f"{name}/n")] = float(total)
+    return metrics
 
 
 def metrics_of(analysis) -> dict[str, float]:

@@ -319,9 +319,10 @@ class Run(RunDirectory):
 
     def _no_memory(self, item: Item) -> str:
         """Why a strategy that needs the pool's advice has none: the summary's own error (a failed call, which a
-        rerun retries; or a reply without advice, which it does not: the reply is the model's)."""
+        rerun retries; or a reply without advice, which it does not: the reply is the model's; or a prompt that did
+        not fit the model's context, which --context-tokens cures)."""
         why = (self.semantic.get(pool_of(item.user)) or {}).get("error") or "no summary of this pool"
-        retry = "" if "no advice in the reply" in why else "; rerun to retry"
+        retry = "" if "no advice in the reply" in why or semantic.CONTEXT_MISSED in why else "; rerun to retry"
         return f"no semantic memory for this pool ({why}; {rundir.MEMORY}/semantic.json){retry}"
 
     async def execute(self) -> None:

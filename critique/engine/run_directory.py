@@ -28,6 +28,13 @@ def pkey(stage: str, strategy: str | None, user: str | None, item_id: str) -> tu
     return (stage, strategy, user, item_id)
 
 
+def narrows(before: int | None, after: int | None) -> bool:
+    """``--context-tokens`` ``after`` only narrows what a run with ``before`` may send: a window given where it was
+    unknown, or a smaller one. A run directory takes it on resume (a served model whose window was unknown
+    refused a prompt as too long: the run goes on with the window the server has)."""
+    return after is not None and (before is None or after < before)
+
+
 class RunDirectory:
     def __init__(self, out: Path, config: RunConfig, dataset: Dataset, llm, probe: dict | None, ablation: dict | None,
                  learner: bool):
@@ -107,6 +114,8 @@ class RunDirectory:
         mine = asdict(self.config)
         for key in IDENTITY:
             theirs = manifest_value(old["config"], key)  # an older manifest: the value of that time
+            if key == "context_tokens" and narrows(theirs, mine.get(key)):
+                continue  # what was answered fit the server; from now on, less may be sent
             if theirs != mine.get(key):
                 hint = (" (made before reasoning models got reasoning effort 'medium' by default: "
                         "--reasoning-effort none resumes it)" if key == "reasoning_effort" and theirs is None else "")

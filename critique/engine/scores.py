@@ -8,6 +8,7 @@ from pathlib import Path
 
 from critique.analysis import logs
 from critique.analysis.run_table import from_records
+from critique.engine.memory.semantic import CONTEXT_MISSED
 
 
 def strategy_rows(predictions: list[dict], strategies: list[str]) -> list[dict]:
@@ -42,7 +43,11 @@ def report_errors(run_dirs: list[Path], found: dict[str, int] | None = None) -> 
         return 0
     shown = ", ".join(f"{count} in {stage}" for stage, count in sorted(found.items()))
     where = run_dirs[0] / "predictions.jsonl" if len(run_dirs) == 1 else "the run directories' predictions.jsonl"
+    cure = "Run the same command again to retry them"
+    if any(CONTEXT_MISSED in (p.get("error") or "") for run_dir in run_dirs for p in logs.predictions(run_dir)):
+        cure = ("Some need a prompt that did not fit the model's context, which a rerun alone cannot fit: run the "
+                "same command with --context-tokens N (the model's context; a run directory takes one that only "
+                "narrows what it may send)")
     print(f"critique: error: {sum(found.values())} predictions ended in an error ({shown}), not in an answer of the "
-          f"model: they count wrong; see the error field in {where}. Run the same command again to retry them",
-          file=sys.stderr)
+          f"model: they count wrong; see the error field in {where}. {cure}", file=sys.stderr)
     return 1

@@ -187,7 +187,7 @@ class LLM:
         self._streak: list[str] = []  # the errors of the last calls that failed in a row
         self._fatal: str | None = None  # why this client makes no more calls (fail_fast)
         self._capped: str | None = None  # the cap this client reached (what it said): it makes no more calls
-        self.context_window = context.window(config.model, config.context_tokens, self.local)  # None: unknown
+        self.context_window = context.window(config.model, config.context_tokens, self.local, config.api_base)
         self._processes = None  # the worker processes of the attempts, started on the first one
         if config.processes > 1 and self.local is None and not config.deployments:
             from critique.llm.workers import CallProcesses

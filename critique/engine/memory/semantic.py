@@ -40,6 +40,7 @@ from critique.engine import agents, parsing
 from critique.llm import context
 
 FILE = "semantic.json"
+CONTEXT_MISSED = "the prompt did not fit the model's context"  # a summary chunk the model could not be sent
 CUT_MARK = " [... cut to fit the context]"
 _TEXTS = ("question", "initial_answer")  # entry fields shown in summary.j2, with the critique's fields
 
@@ -165,7 +166,7 @@ class Distiller:
         if result.error is not None:
             node.error = result.error
         elif result.context_overflow:  # only when the window is not known here, or litellm's is wrong
-            node.error = "the prompt did not fit the model's context (--context-tokens N makes chunks that fit)"
+            node.error = f"{CONTEXT_MISSED} (--context-tokens N makes chunks that fit)"
         else:
             self._read_lines(node, result.text, refs)
             if not node.lines:

@@ -4,7 +4,8 @@ Per entry: provenance (item, initial answer, gold, critique, the option the crit
 generator's truth such as pref-gen's flipped labels), test prompts that retrieved it per strategy and
 how they turned out, similarity to each (when `retrieved_scores` was logged). Per run: entries never
 retrieved, concentration of reuse, leniency and the Echo Gap, and, with a suggestibility run of the same
-model and data, wrong EP_CRIT answers as retrieval or usage failures. Per advice line: its sources.
+model and data, wrong EP_CRIT answers as retrieval or usage failures (the right note, the truthful critique,
+states the gold label). Per advice line: its sources.
 Reads logs (and the dataset folder) only: no LLM call, no embedding; importing this module is cheap."""
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from critique.base import rundir, vocab
 from critique.analysis import logs
 from critique.analysis.cells import mean
 # the reuse n (REUSE, REUSE_NOTE: one definition for the audit and the Echo table) and Pearson's r
-from critique.analysis.echo_stats import REUSE, REUSE_NOTE, corr_b_n
-from critique.analysis.stats import wilson
+from critique.analysis.echo_stats import REUSE, REUSE_NOTE, corr_b_n, stored_right
 from critique.base.assertion import asserted_option
 from critique.base.checksum import dataset_checksum
 from critique.base.errors import UserError
@@ -190,7 +190,7 @@ def summary(rows: list[dict]) -> dict:
     known = [r for r in wrong_start if r["r"] is not None]
     flipped = [r for r in rows if r["flipped"] is True]
     has_truth = any(r["flipped"] is not None for r in rows)
-    low, high = wilson(sum(r["r"] for r in known), len(known))
+    rates = stored_right(known)  # leniency (no label shown) and contradiction (the gold label shown)
     corr = corr_b_n(known)
     return {
         "reuse_definition": REUSE_NOTE, "entries": len(rows), "retrievals": total,
@@ -199,8 +199,9 @@ def summary(rows: list[dict]) -> dict:
         "top_entries": top, "top10_share": share(sum(ranked[:top]), total),
         "u0_entries": len(wrong_start), "u0_verdict_known": len(known),
         "verdict_unknown": sum(r["r"] is None for r in rows),
-        "leniency": mean(r["r"] for r in known), "mean_b_u0": mean(r["b"] for r in known),
-        "leniency_low": low, "leniency_high": high,
+        **{f"{name}{end}": rates[name][key] for name in rates
+           for end, key in (("", "value"), ("_low", "low"), ("_high", "high"), ("_entries", "entries"))},
+        "mean_b_u0": mean(r["b"] for r in known),
         "corr_b_n_u0": corr.pop("value"), "corr_b_n_u0_interval": corr,
         "assertion_mismatch": sum(r["assertion_mismatch"] is True for r in rows),
         "asserts_other_than_gold": sum(r["asserts_gold"] is False for r in rows),
@@ -237,8 +238,9 @@ def failures(predictions: list[dict], partner: dict | None, rows: list[dict], pr
                              "gold": p.get("gold"), "truth_answer": None if arm is None else arm.get("answer"),
                              "class": kind, "why": why, "retrieved": retrieved,
                              "retrieved_wrong_verdict": sum(verdicts.get(i) not in (None, 0) for i in retrieved)})
-    out["note"] = (f"truth arm (stage probe, strategy truth) of {partner['path']}: right -> retrieval failure, "
-                   "wrong -> usage failure")
+    out["note"] = (f"truth arm (stage probe, strategy truth) of {partner['path']}, whose right note is the item's "
+                   "truthful critique and states its gold label: right -> retrieval failure (the note that states "
+                   "the gold label made it right), wrong -> usage failure")
     return out
 
 

@@ -7,8 +7,11 @@ folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`, `methods`.
 - `summary`: `reuse_definition` (what the reuse n counts: EP_CRIT and EP+SEM_CRIT prompts, never
   EP_LABEL's), `entries`, `retrievals` (the sum of n), `never_retrieved` (entries with n = 0),
   `never_retrieved_share`, `top_entries`, `top10_share`, `u0_entries`, `u0_verdict_known`,
-  `verdict_unknown`, `leniency` (P(r=1 | U=0)), `leniency_low` / `leniency_high` (its 95% Wilson
-  interval), `mean_b_u0` (E[b | U=0]), `corr_b_n_u0` (Pearson Corr(b, n | U=0), null when undefined),
+  `verdict_unknown`, `leniency` (P(r=1 | U=0) over the entries whose critic was shown no label),
+  `leniency_low` / `leniency_high` (its 95% Wilson interval), `leniency_entries`, `contradiction`,
+  `contradiction_low`, `contradiction_high`, `contradiction_entries` (the same over the entries whose
+  critic was shown their gold label: the critic contradicting it), `mean_b_u0` (E[b | U=0]), `corr_b_n_u0`
+  (Pearson Corr(b, n | U=0), null when undefined),
   `corr_b_n_u0_interval` (`entries`, `lenient_reused`: the U=0, b=+1 entries with n > 0 that carry it,
   `undefined`: share of bootstrap resamples where it is undefined, `low`, `high`, `why`: the reason no
   interval is given, null when one is), `assertion_mismatch`, `asserts_other_than_gold`,
@@ -41,14 +44,15 @@ from __future__ import annotations
 
 import json
 
-from critique.analysis.echo_stats import REUSE_NOTE, count_entries
+from critique.analysis.echo_stats import CONTRADICTION, LENIENCY, REUSE_NOTE, STORED_RIGHT_NOTE, count_entries
 from critique.analysis.render import short
 from critique.analysis.tabular import Table
 
 NOTES = {
     "summary": "U = 1: the initial answer was right; r = 1: the critique asserts the initial answer (the option its "
                "correct_answer names, parsed strictly; unknown when it names none or several); b = r - U; "
-               + REUSE_NOTE + "; leniency with its 95% Wilson interval; Corr(b, n) with its 95% percentile bootstrap "
+               + REUSE_NOTE + "; " + STORED_RIGHT_NOTE + ", each with its 95% Wilson interval; Corr(b, n) with its "
+               "95% percentile bootstrap "
                "interval (seeded), given only when at least 5 wrong-but-trusted (U = 0, b = +1) reused entries and "
                "5 U = 0 entries with b = 0 carry it",
     "entries": "mismatch -: no label was shown (--critic self); n, right: " + REUSE_NOTE + ", and how many of them "
@@ -72,11 +76,12 @@ def _group_text(group: dict | None) -> str:
             f"({_pct(group['share_of_retrievals'])} of all)")
 
 
-def _leniency_text(s: dict) -> str:
-    if s["leniency"] is None:
+def _stored_right_text(s: dict, name: str) -> str:
+    """leniency or contradiction with its interval and the entries it is over ("-" over none)."""
+    if s[name] is None:
         return "-"
-    return (f"{_num(s['leniency'])} [{_num(s['leniency_low'])}, {_num(s['leniency_high'])}] over "
-            f"{s['u0_verdict_known']} entries")
+    return (f"{_num(s[name])} [{_num(s[name + '_low'])}, {_num(s[name + '_high'])}] over "
+            f"{count_entries(s[name + '_entries'])}")
 
 
 def _corr_text(value, rests: dict) -> str:
@@ -97,7 +102,9 @@ def summary_table(audit: dict) -> Table:
             (f"share of the reuse taken by the top 10% of entries ({s['top_entries']})", _pct(s["top10_share"])),
             ("entries with a wrong initial answer (U = 0)", s["u0_entries"]),
             ("verdict unknown (no single option asserted)", s["verdict_unknown"]),
-            ("leniency: P(r = 1) over U = 0 entries", _leniency_text(s)),
+            ("leniency: P(r = 1) over U = 0 entries whose critic was shown no label", _stored_right_text(s, LENIENCY)),
+            ("contradiction: P(r = 1) over U = 0 entries whose critic was shown the gold label",
+             _stored_right_text(s, CONTRADICTION)),
             ("E[b] over U = 0 entries", _num(s["mean_b_u0"])),
             ("Corr(b, n) over U = 0 entries (Pearson)", _corr_text(s["corr_b_n_u0"], s["corr_b_n_u0_interval"])),
             ("assertion_mismatch (as logged)", s["assertion_mismatch"]),
@@ -163,8 +170,8 @@ def entries_table(audit: dict, limit: int) -> Table:
 
 def failures_table(audit: dict, limit: int) -> Table:
     f = audit["failures"]
-    title = (f"Wrong EP_CRIT answers: {f['wrong']}; retrieval failures {f['retrieval']}, usage failures "
-             f"{f['usage']}, not classified {f['unclassified']}")
+    title = (f"Wrong EP_CRIT answers: {f['wrong']}; retrieval failures {f['retrieval']} (made right by a note that "
+             f"states the gold label), usage failures {f['usage']}, not classified {f['unclassified']}")
     if f["partner"] is None:
         return Table("failures", title, skipped=f["note"])
     columns = ["user", "item", "answer", "gold", "truth arm", "class", "retrieved (wrong verdict)"]

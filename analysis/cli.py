@@ -61,10 +61,11 @@ def register(sub) -> None:
     add_inputs(report)
     report.add_argument("-o", "--output", metavar="FILE", default="report.html", help="(default: report.html)")
     report.set_defaults(func=run_report)
-    from critique.analysis import audit, export
+    from critique.analysis import audit, export, plan
 
     export.register(sub)
     audit.register(sub)
+    plan.register(sub)
 
 
 def report_problems(analysis: Analysis) -> int:

@@ -2,14 +2,16 @@
 reused more, does a wrong retrieved set make the test answer wrong, and what the critic mode costs.
 
 Per plain run with episodic memory (one row each, `echo`):
-- leniency `P(r = 1 | U = 0)` with its Wilson interval and specificity `P(r = 0 | U = 1)`, in percent: U, r, b
-  and the reuse n of each entry are critique.analysis.audit's (`entry_rows`, `count_reuse`: one definition
+- `P(r = 1 | U = 0)` with its Wilson interval, named by what the critic saw (echo_stats.stored_right): leniency
+  without a label, contradiction of the gold label it was shown; specificity `P(r = 0 | U = 1)`; in percent: U,
+  r, b and the reuse n of each entry are critique.analysis.audit's (`entry_rows`, `count_reuse`: one definition
   each; n counts EP_CRIT and EP+SEM_CRIT prompts, echo_stats.REUSE_NOTE);
 - `Corr(b, n | U = 0)` with the wrong-but-trusted reused entries that carry it and a seeded percentile
   bootstrap interval, or the reason none is given (critique.analysis.echo_stats);
 - the contamination slope kappa: the least-squares slope of a test prompt's error (1 - correct) on the share
   of its retrieved entries (of known verdict) that are wrong-but-trusted (b = +1), over the same strategies'
-  prompts, with the prompts whose share varies and an interval over resampled test questions;
+  prompts, within the difficulty strata of the run's zero_shot answers (right, wrong) with an interval over
+  resampled test questions, in each stratum, and pooled over both (confounded with the questions' difficulty);
 - with the generator's truth (pref-gen: meta.rule_prefers, the label before the generator flipped it), the
   leniency and specificity against that truth too.
 Per run and strategy (`echo_accuracy`): the strategy's accuracy (Table 1's cell) next to the gold-critic run
@@ -24,9 +26,8 @@ from pathlib import Path
 
 from critique.analysis import audit, logs
 from critique.analysis.cells import mean
-from critique.analysis.echo_stats import BOOTSTRAP, LEVEL, MAX_UNDEFINED, MIN_CARRIERS, MIN_VARYING, REUSE, \
-    REUSE_NOTE, SEED, contamination, corr_b_n, pearson
-from critique.analysis.stats import wilson
+from critique.analysis.echo_stats import BOOTSTRAP, CONTRADICTION, LENIENCY, LEVEL, MAX_UNDEFINED, MIN_CARRIERS, \
+    MIN_VARYING, REUSE, REUSE_NOTE, SEED, STORED_RIGHT_NOTE, contamination, corr_b_n, pearson, stored_right
 from critique.analysis.tabular import Table
 from critique.base import vocab
 from critique.base.ids import entry_id
@@ -34,30 +35,36 @@ from critique.base.ids import entry_id
 ECHO_TITLE = "Echo Gap: stored verdicts against the truth, their reuse, and the contamination slope, per run"
 ACCURACY_TITLE = "Echo Gap: accuracy (%) of each strategy next to the gold-critic run and zero_shot"
 ECHO_COLUMNS = ["model", "dataset", "critic", "entries", "verdict_unknown", "u0", "leniency", "leniency_low",
-                "leniency_high", "specificity", "corr_b_n_u0", "lenient_reused", "corr_undefined", "corr_low",
-                "corr_high", "corr_why", "kappa", "kappa_low", "kappa_high", "kappa_prompts", "kappa_varying",
-                "kappa_why", "label_flipped", "believed_not_gold", "leniency_generator", "specificity_generator"]
+                "leniency_high", "contradiction", "contradiction_low", "contradiction_high", "specificity",
+                "corr_b_n_u0", "lenient_reused", "corr_undefined", "corr_low", "corr_high", "corr_why",
+                "kappa_within", "kappa_within_low", "kappa_within_high", "kappa_zero_shot_right",
+                "kappa_zero_shot_wrong", "kappa_confounded", "kappa_prompts", "kappa_varying", "kappa_why",
+                "label_flipped", "believed_not_gold", "stored_right_generator", "specificity_generator"]
 ECHO_NOTE = (
     "truth: the gold label (U: the initial answer is the gold; r: the entry's stored verdict says it is right: a self "
     "critic's verdict, else the option its correct_answer asserts is the initial answer; entries whose verdict names "
-    "nothing are verdict_unknown and left out); u0: entries with U=0 and a known verdict; leniency = P(r=1 | U=0) "
-    f"with its {LEVEL:.0%} Wilson interval (leniency_low/high) and specificity = P(r=0 | U=1), in percent; "
-    f"{REUSE_NOTE}; corr_b_n_u0: Pearson's r of b = r - U and n over the u0 entries; lenient_reused: the "
+    "nothing are verdict_unknown and left out); u0: entries with U=0 and a known verdict; "
+    f"{STORED_RIGHT_NOTE}; each with its {LEVEL:.0%} Wilson interval (*_low/high); specificity = P(r=0 | U=1); in "
+    f"percent; {REUSE_NOTE}; corr_b_n_u0: Pearson's r of b = r - U and n over the u0 entries; lenient_reused: the "
     "wrong-but-trusted entries (U=0, b=+1) with n > 0, which carry it; corr_low/corr_high: its percentile bootstrap "
     f"interval ({BOOTSTRAP} resamples of the u0 entries, seed {SEED}), given only with at least {MIN_CARRIERS} "
     f"lenient_reused and {MIN_CARRIERS} u0 entries with b=0 and at most {MAX_UNDEFINED:.0%} of resamples undefined "
-    "(corr_undefined, %), else corr_why says why not; kappa: least-squares slope of a prompt's test error on the "
-    "share of its retrieved entries of known verdict that are wrong-but-trusted (b=+1), over the EP_CRIT and "
-    "EP+SEM_CRIT prompts that retrieved an entry of known verdict (kappa_prompts), kappa_varying of them with a "
-    "share other than the most common one; kappa_low/high: its percentile interval over resampled test questions "
-    f"({BOOTSTRAP} resamples, seed {SEED}), given only with at least "
-    f"{MIN_CARRIERS} wrong-but-trusted entries retrieved and {MIN_VARYING} varying prompts, else kappa_why says why "
-    "not; label_flipped: entries whose label --critic noisy:R flipped; believed_not_gold: self-graded entries whose "
+    "(corr_undefined, %), else corr_why says why not; kappa_within: least-squares slope of a prompt's test error on "
+    "the share of its retrieved entries of known verdict that are wrong-but-trusted (b=+1), over the EP_CRIT and "
+    "EP+SEM_CRIT prompts that retrieved an entry of known verdict (kappa_prompts), within the difficulty strata "
+    "(the run's zero_shot answer to the question right, wrong: one intercept each), kappa_varying of them with a "
+    "share other than their stratum's most common one; kappa_within_low/high: its percentile interval over "
+    f"resampled test questions ({BOOTSTRAP} resamples, seed {SEED}), given only with at least {MIN_CARRIERS} "
+    f"wrong-but-trusted entries retrieved and {MIN_VARYING} varying prompts, else kappa_why says why not; "
+    "kappa_zero_shot_right/wrong: the slope in each stratum; kappa_confounded: pooled over both strata, confounded "
+    "with the questions' difficulty (hard questions retrieve wrong entries and fail anyway), not contamination; "
+    "label_flipped: entries whose label --critic noisy:R flipped; believed_not_gold: self-graded entries whose "
     "believed answer is not the gold")
 ACCURACY_COLUMNS = ["model", "dataset", "critic", "strategy", "accuracy", "gold_critic", "vs_gold_critic",
                     "zero_shot", "vs_zero_shot"]
-FORMATS = {"corr_b_n_u0": ".2f", "corr_low": ".2f", "corr_high": ".2f", "kappa": ".3f", "kappa_low": ".3f",
-           "kappa_high": ".3f"}
+SLOPES = ("kappa_within", "kappa_within_low", "kappa_within_high", "kappa_zero_shot_right", "kappa_zero_shot_wrong",
+          "kappa_confounded")
+FORMATS = {"corr_b_n_u0": ".2f", "corr_low": ".2f", "corr_high": ".2f", **{c: ".3f" for c in SLOPES}}
 
 
 def critic_of(settings: dict) -> str:
@@ -81,7 +88,8 @@ def rate(flags: list) -> float | None:
 
 
 def generator_rates(rows: list[dict], truth: dict) -> tuple[float | None, float | None]:
-    """(leniency, specificity) against the generator's truth (meta.rule_prefers), where the dataset has it."""
+    """(P(r = 1 | U = 0), specificity) against the generator's truth (meta.rule_prefers), where the dataset has
+    it, whatever the critic was shown."""
     judged = []
     for row in rows:
         prefers = (truth.get((row["user"], str(row["item_id"]))) or {}).get("rule_prefers")
@@ -90,20 +98,37 @@ def generator_rates(rows: list[dict], truth: dict) -> tuple[float | None, float 
     return (rate([r == 1 for u, r in judged if u == 0]), rate([r == 0 for u, r in judged if u == 1]))
 
 
+def percent(value: float | None) -> float | None:
+    return None if value is None else 100 * value
+
+
+def stored_right_columns(u0: list[dict]) -> dict:
+    """leniency and contradiction (echo_stats.stored_right) with their Wilson intervals, in percent."""
+    found = stored_right(u0)
+    return {f"{name}{end}": percent(found[name][key]) for name in (LENIENCY, CONTRADICTION)
+            for end, key in (("", "value"), ("_low", "low"), ("_high", "high"))}
+
+
+def zero_shot_strata(predictions: list[dict]) -> dict | None:
+    """(user, item) -> whether the run's zero_shot answered it right: the difficulty strata of kappa; None when
+    the run has no zero_shot answer."""
+    found = {(p.get("user"), p.get("item_id")): p.get("correct") is True for p in predictions
+             if p.get("strategy") == vocab.ZERO_SHOT}
+    return found or None
+
+
 def gap_columns(rows: list[dict], predictions: list[dict]) -> dict:
-    """Leniency (Wilson interval), Corr(b, n | U = 0) and kappa with what each rests on, from entry rows whose
-    reuse n is counted; percent for rates and for the share of undefined resamples."""
+    """Leniency and contradiction (Wilson intervals), Corr(b, n | U = 0) and kappa with what each rests on, from
+    entry rows whose reuse n is counted; percent for rates and for the share of undefined resamples."""
     u0 = [r for r in rows if r["r"] is not None and r["U"] == 0]
-    low, high = wilson(sum(r["r"] for r in u0), len(u0))
     corr = corr_b_n(u0)
-    kappa = contamination(rows, predictions, REUSE)
-    return {"leniency": rate([r["r"] == 1 for r in u0]), "leniency_low": None if low is None else 100 * low,
-            "leniency_high": None if high is None else 100 * high, "corr_b_n_u0": corr["value"],
-            "lenient_reused": corr["lenient_reused"],
-            "corr_undefined": None if corr["undefined"] is None else 100 * corr["undefined"],
-            "corr_low": corr["low"], "corr_high": corr["high"], "corr_why": corr["why"], "kappa": kappa["kappa"],
-            "kappa_low": kappa["low"], "kappa_high": kappa["high"], "kappa_prompts": kappa["prompts"],
-            "kappa_varying": kappa["varying"], "kappa_why": kappa["why"]}
+    kappa = contamination(rows, predictions, REUSE, zero_shot_strata(predictions))
+    return {**stored_right_columns(u0), "corr_b_n_u0": corr["value"], "lenient_reused": corr["lenient_reused"],
+            "corr_undefined": percent(corr["undefined"]), "corr_low": corr["low"], "corr_high": corr["high"],
+            "corr_why": corr["why"], "kappa_within": kappa["within"], "kappa_within_low": kappa["low"],
+            "kappa_within_high": kappa["high"], "kappa_zero_shot_right": kappa["right"],
+            "kappa_zero_shot_wrong": kappa["wrong"], "kappa_confounded": kappa["confounded"],
+            "kappa_prompts": kappa["prompts"], "kappa_varying": kappa["varying"], "kappa_why": kappa["why"]}
 
 
 def run_row(meta: dict, problems: list[str], data_dirs: list[str] = ()) -> dict | None:
@@ -120,13 +145,13 @@ def run_row(meta: dict, problems: list[str], data_dirs: list[str] = ()) -> dict 
     audit.count_reuse(rows, predictions, problems, meta["path"])  # n: REUSE's prompts only (REUSE_NOTE)
     known = [r for r in rows if r["r"] is not None]
     self_graded = [r for r in rows if r["believed"] is not None]
-    gen_leniency, gen_specificity = generator_rates(rows, truth)
+    gen_stored_right, gen_specificity = generator_rates(rows, truth)
     return {**run_label(meta), "entries": len(rows), "verdict_unknown": len(rows) - len(known),
             "u0": sum(r["U"] == 0 for r in known), **gap_columns(rows, predictions),
             "specificity": rate([r["r"] == 0 for r in known if r["U"] == 1]),
             "label_flipped": sum(r["label_flipped"] for r in rows),
             "believed_not_gold": sum(r["believed"] != r["gold"] for r in self_graded) if self_graded else None,
-            "leniency_generator": gen_leniency, "specificity_generator": gen_specificity}
+            "stored_right_generator": gen_stored_right, "specificity_generator": gen_specificity}
 
 
 def echo_table(metas: list[dict], problems: list[str], data_dirs: list[str] = ()) -> Table:
@@ -140,8 +165,9 @@ def echo_table(metas: list[dict], problems: list[str], data_dirs: list[str] = ()
     keep = [c for c in ECHO_COLUMNS if not c.endswith("_generator") or any(r[c] is not None for r in rows)]
     note = ECHO_NOTE
     if any(c.endswith("_generator") for c in keep):
-        note += ("; *_generator: against the generator's truth (pref-gen's meta.rule_prefers, the label before it "
-                 "was flipped)")
+        note += ("; stored_right_generator: P(r=1 | U=0) and specificity_generator: P(r=0 | U=1) against the "
+                 "generator's truth (pref-gen's meta.rule_prefers, the label before it was flipped), whatever the "
+                 "critic was shown")
     return Table("echo", ECHO_TITLE, keep, [{c: r[c] for c in keep} for r in rows], note=note, formats=FORMATS)
 
 
@@ -187,8 +213,29 @@ def accuracy_table(metas: list[dict], cells) -> Table:
 
 # ---- verifiers (critique verify) -------------------------------------------------------------------------
 EIA_TITLE = "Verifiers: does each verifier track the truth without echoing the stored verdicts (per verify run)"
-EIA_COLUMNS = ["model", "dataset", "critic", "verifier", "checked", "flagged", "corr_v_u", "corr_nu_b",
+EIA_COLUMNS = ["model", "dataset", "critic", "verifier", "checked", "flagged", "corr_v_u", "corr_nu_b", "corr_why",
                "precision", "errors"]
+
+
+def constants(named: dict[str, list]) -> list[str]:
+    """'V = 0 for every entry' for each named variable that takes one value (or none) over its entries."""
+    return [f"{name} = {values[0]:g} for every entry" if values else f"{name}: no entry"
+            for name, values in named.items() if len(set(values)) <= 1]
+
+
+def verifier_correlations(joined: list[tuple[int, dict]]) -> dict:
+    """Corr(V, U) and Corr(nu, b), nu = V - U, b = r - U (over the entries of known verdict): a correlation of
+    a constant is undefined, and so is Corr(nu, b) when V or r is constant (nu or b is then -U shifted: what is
+    left is U's correlation with the other term, not the verifier's error echoing the stored bias; with both
+    constant it is 1 whatever the verifier does); `corr_why` says which is constant."""
+    v, u = [v for v, _ in joined], [row["U"] for _, row in joined]
+    known = [(v, row) for v, row in joined if row["b"] is not None]
+    nu, b = [v - row["U"] for v, row in known], [row["b"] for _, row in known]
+    fixed_v_u = constants({"V": v, "U": u})
+    fixed_nu_b = constants({"V": [v for v, _ in known], "r": [row["r"] for _, row in known], "nu": nu, "b": b})
+    why = list(dict.fromkeys(fixed_v_u + fixed_nu_b))
+    return {"corr_v_u": None if fixed_v_u else pearson(v, u), "corr_nu_b": None if fixed_nu_b else pearson(nu, b),
+            "corr_why": "undefined: " + "; ".join(why) if why else None}
 
 
 def verifier_row(path: Path, problems: list[str]) -> dict | None:
@@ -216,7 +263,6 @@ def verifier_row(path: Path, problems: list[str]) -> dict | None:
         if row is not None:
             joined.append((int(p.get("survives") is True), row))
     flagged = [row for v, row in joined if v == 0]
-    known = [(v, row) for v, row in joined if row["b"] is not None]
     config = manifest.get("config") or {}
     try:  # the model whose memory was checked (a judge:MODEL run's own model is the judge)
         config = logs.manifest(source).get("config") or config
@@ -224,14 +270,15 @@ def verifier_row(path: Path, problems: list[str]) -> dict | None:
         pass
     return {"model": config.get("model"), "dataset": (manifest.get("dataset") or {}).get("name"),
             "critic": critic_of(config), "verifier": probe.get("verifier"), "checked": len(joined),
-            "flagged": len(flagged), "corr_v_u": pearson([v for v, _ in joined], [r["U"] for _, r in joined]),
-            "corr_nu_b": pearson([v - r["U"] for v, r in known], [r["b"] for _, r in known]),
+            "flagged": len(flagged), **verifier_correlations(joined),
             "precision": rate([r["U"] == 0 for r in flagged]), "errors": len(checks) - len(done)}
 
 
 EIA_NOTE = ("V = 1 when the entry's answer survived the verifier, 0 when flagged; U and b = r - U of the entry in "
             "the run it checks (critique audit's); corr_v_u = Corr(V, U); corr_nu_b = Corr(nu, b) with nu = V - U "
-            "(the error-independence condition wants it near 0), over entries with a known verdict; precision = "
+            "(the error-independence condition wants it near 0), over entries with a known verdict; corr_why: why a "
+            "correlation is undefined (a constant has none, and Corr(nu, b) has none when V or r is constant: nu or "
+            "b is then -U shifted, and with both constant it would be 1 whatever the verifier does); precision = "
             "P(U = 0 | flagged) in percent; errors: checks that ended in an error (rerun to retry), left out")
 
 

@@ -5,13 +5,17 @@ where it is undefined, and no interval (with the reason) when too few carry it.
 
 Both rest on the wrong-but-trusted entries: U = 0 (the initial answer was wrong) and b = +1 (stored as right).
 Corr(b, n | U = 0) over U = 0 entries varies only between those with b = +1 and those with b = 0, and kappa
-only where a prompt retrieved a wrong-but-trusted entry. Pure Python: `critique audit` imports nothing heavy."""
+only where a prompt retrieved a wrong-but-trusted entry. kappa is taken within difficulty strata (the
+memory-off answer right or wrong), as MEMORY.md's slope is; pooled over the strata it is confounded with the
+questions' difficulty. P(r = 1 | U = 0) is named by what the critic saw (`stored_right`): leniency without a
+label, contradiction of the gold label it was shown. Pure Python: `critique audit` imports nothing heavy."""
 
 from __future__ import annotations
 
 import random
 import statistics
 
+from critique.analysis.stats import wilson
 from critique.base import vocab
 
 # reuse n of an entry, one definition for `critique audit` and the Echo table (EP_LABEL's retrievals are listed
@@ -34,6 +38,35 @@ def pearson(xs: list[float], ys: list[float]) -> float | None:
         return statistics.correlation(xs, ys)
     except statistics.StatisticsError:
         return None
+
+
+# what a critic was shown when it stored a verdict, and the name of P(r = 1 | U = 0) over such entries
+LENIENCY, CONTRADICTION = "leniency", "contradiction"
+STORED_RIGHT_NOTE = ("leniency: P(r=1 | U=0) over the entries whose critic was shown no label (--critic self: "
+                     "MEMORY.md's label-free leniency); contradiction: the same over the entries whose critic was "
+                     "shown their gold label (gold, noisy:R's unflipped ones, a label budget's): the critic "
+                     "contradicting the label it was shown; an entry shown a flipped label (label noise) is in "
+                     "neither")
+
+
+def shown(row: dict) -> str | None:
+    """LENIENCY when the entry's critic was shown no label, CONTRADICTION when it was shown the gold label, None
+    when it was shown a flipped one (an entry row of critique.analysis.audit: `label`, `label_flipped`)."""
+    if row["label"] is None:
+        return LENIENCY
+    return None if row["label_flipped"] or row["label"] != row["gold"] else CONTRADICTION
+
+
+def stored_right(u0: list[dict]) -> dict:
+    """P(r = 1 | U = 0) over the U = 0 entries of known verdict, per what their critic was shown (`shown`):
+    name -> {value, low, high (Wilson, LEVEL), entries}; value and ends None with no such entry."""
+    out = {}
+    for name in (LENIENCY, CONTRADICTION):
+        mine = [r["r"] for r in u0 if shown(r) == name]
+        low, high = wilson(sum(mine), len(mine), LEVEL)
+        out[name] = {"value": sum(mine) / len(mine) if mine else None, "low": low, "high": high,
+                     "entries": len(mine)}
+    return out
 
 
 def bootstrap(groups: list, statistic, seed: int = SEED, resamples: int = BOOTSTRAP,
@@ -67,7 +100,7 @@ def count_entries(count: int) -> str:
     return f"{count} entr{'y' if count == 1 else 'ies'}"
 
 
-def _withheld(why: str | None, undefined: float | None) -> str | None:
+def withheld(why: str | None, undefined: float | None) -> str | None:
     """The reason an interval is not given: `why`, or too many undefined resamples; None when it is given."""
     if why:
         return why
@@ -97,7 +130,7 @@ def corr_b_n(u0: list[dict]) -> dict:
                       f"(an interval needs {MIN_CARRIERS} of each)")
         return out
     out["low"], out["high"], out["undefined"] = bootstrap_corr(b, n)
-    out["why"] = _withheld(None, out["undefined"])
+    out["why"] = withheld(None, out["undefined"])
     if out["why"]:
         out["low"] = out["high"] = None
     return out
@@ -109,11 +142,40 @@ def point_sums(points: list[tuple[float, float]]) -> tuple:
             sum(x * y for x, y in points))
 
 
+def settled(slope: float) -> float:
+    """A slope with its float noise taken off (a y constant within strata leaves 1e-17, printed -0.000): to 12
+    decimals."""
+    return round(slope, 12) + 0.0
+
+
+def centred(groups: list[tuple]) -> tuple[float, float, float]:
+    """(x's sum of squares about its mean, the cross-products about the means, x's raw sum of squares) of the
+    groups' summed `point_sums`."""
+    n, sx, sy, sxx, sxy = (sum(g[i] for g in groups) for i in range(5))
+    return (sxx - sx * sx / n, sxy - sx * sy / n, sxx) if n else (0.0, 0.0, sxx)
+
+
 def slope_of(groups: list[tuple]) -> float | None:
     """The least-squares slope of y on x from the groups' summed `point_sums`; None when x is constant."""
-    n, sx, sy, sxx, sxy = (sum(g[i] for g in groups) for i in range(5))
-    spread = sxx - sx * sx / n if n else 0.0
-    return None if spread <= 1e-12 * max(1.0, sxx) else (sxy - sx * sy / n) / spread
+    spread, cross, raw = centred(groups)
+    return None if spread <= 1e-12 * max(1.0, raw) else settled(cross / spread)
+
+
+def by_stratum(pairs) -> dict[object, list]:
+    """stratum -> its values, from (stratum, value) pairs in their order."""
+    found: dict[object, list] = {}
+    for stratum, value in pairs:
+        found.setdefault(stratum, []).append(value)
+    return found
+
+
+def within_slope(groups: list[tuple]) -> float | None:
+    """The within-strata least-squares slope of (stratum, `point_sums`) groups: each stratum's own means taken
+    out, one slope for all (a regression with one intercept per stratum); None when x never varies within a
+    stratum."""
+    parts = [centred(members) for members in by_stratum(groups).values()]
+    spread, cross, raw = (sum(part[i] for part in parts) for i in range(3))
+    return None if spread <= 1e-12 * max(1.0, raw) else settled(cross / spread)
 
 
 def varying(xs: list[float]) -> int:
@@ -124,12 +186,10 @@ def varying(xs: list[float]) -> int:
     return len(xs) - max(counts.values()) if counts else 0
 
 
-def contamination(rows: list[dict], predictions: list[dict], strategies: tuple) -> dict:
-    """kappa: the least-squares slope of a test prompt's error (1 - correct) on the share of its retrieved
-    entries of known verdict that are wrong-but-trusted (b = +1), over the prompts of `strategies` with at
-    least one entry of known verdict. Also `prompts`, `varying` (prompts whose share is not the most common
-    one), `trusted_wrong` (the distinct wrong-but-trusted entries those prompts retrieved), `low`/`high` over
-    resampled test questions (a question's prompts of every strategy drawn together), `undefined`, `why`."""
+def question_points(rows: list[dict], predictions: list[dict], strategies: tuple) -> tuple[dict, set]:
+    """((user, item) -> its prompts' (x, y) points, the wrong-but-trusted entries they retrieved): x the share
+    of a prompt's retrieved entries of known verdict that are wrong-but-trusted (b = +1), y its error
+    (1 - correct), over the prompts of `strategies` with at least one entry of known verdict."""
     verdict = {row["id"]: row["b"] for row in rows}
     questions: dict[tuple, list] = {}
     carriers = set()
@@ -140,19 +200,48 @@ def contamination(rows: list[dict], predictions: list[dict], strategies: tuple) 
         carriers.update(i for i in known if verdict[i] == 1)
         point = (sum(verdict[i] == 1 for i in known) / len(known), 0.0 if p.get("correct") is True else 1.0)
         questions.setdefault((p.get("user"), p.get("item_id")), []).append(point)
-    xs = [x for points in questions.values() for x, _ in points]
-    groups = [point_sums(points) for points in questions.values()]
-    out = {"kappa": slope_of(groups) if groups else None, "prompts": len(xs), "varying": varying(xs),
+    return questions, carriers
+
+
+
+
+def contamination(rows: list[dict], predictions: list[dict], strategies: tuple, strata: dict | None) -> dict:
+    """kappa within difficulty strata: the least-squares slope of a test prompt's error on the share of its
+    retrieved entries of known verdict that are wrong-but-trusted (`question_points`), with one intercept per
+    stratum; `strata`: (user, item) -> whether the memory-off answer (zero_shot's) was right, so that hard
+    questions, which retrieve wrong entries and fail anyway, do not pass for contamination (None: no memory-off
+    answers, no strata). Also `right`/`wrong` (the slope in each stratum), `confounded` (pooled over the
+    strata), `prompts`, `varying` (prompts whose share is not their stratum's most common one),
+    `trusted_wrong`, `low`/`high` over resampled test questions (a question's prompts drawn together),
+    `undefined`, `why`. Questions without a stratum are left out when there are strata."""
+    questions, carriers = question_points(rows, predictions, strategies)
+    if strata is not None:
+        questions = {q: points for q, points in questions.items() if q in strata}
+    groups = [((strata or {}).get(q), point_sums(points)) for q, points in questions.items()]
+    shares = by_stratum(((strata or {}).get(q), x) for q, points in questions.items() for x, _ in points)
+    per = {stratum: slope_of(sums) for stratum, sums in by_stratum(groups).items()} if strata is not None else {}
+    out = {"within": within_slope(groups) if strata is not None and groups else None, "right": per.get(True),
+           "wrong": per.get(False), "confounded": slope_of([g for _, g in groups]) if groups else None,
+           "prompts": sum(len(xs) for xs in shares.values()), "varying": sum(varying(xs) for xs in shares.values()),
            "trusted_wrong": len(carriers), "low": None, "high": None, "undefined": None}
-    if out["kappa"] is None:
-        out["why"] = ("undefined: no prompt of " + " or ".join(strategies) + " retrieved an entry of known verdict"
-                      if not xs else "undefined: every prompt has the same wrong-but-trusted share")
-    elif len(carriers) < MIN_CARRIERS or out["varying"] < MIN_VARYING:
-        out["why"] = (f"no interval: wrong-but-trusted entries retrieved {len(carriers)}, prompts whose share varies "
-                      f"{out['varying']} (an interval needs {MIN_CARRIERS} and {MIN_VARYING})")
-    else:
-        out["low"], out["high"], out["undefined"] = bootstrap(groups, slope_of)
-        out["why"] = _withheld(None, out["undefined"])
+    out["why"] = _slope_withheld(out, strategies, strata is None)
+    if out["why"] is None:
+        out["low"], out["high"], out["undefined"] = bootstrap(groups, within_slope)
+        out["why"] = withheld(None, out["undefined"])
         if out["why"]:
             out["low"] = out["high"] = None
     return out
+
+
+def _slope_withheld(out: dict, strategies: tuple, no_strata: bool) -> str | None:
+    """Why kappa within strata has no value or no interval; None when an interval is to be drawn."""
+    if no_strata:
+        return "undefined: no zero_shot answers, so no difficulty strata"
+    if not out["prompts"]:
+        return "undefined: no prompt of " + " or ".join(strategies) + " retrieved an entry of known verdict"
+    if out["within"] is None:
+        return "undefined: within each stratum every prompt has the same wrong-but-trusted share"
+    if out["trusted_wrong"] < MIN_CARRIERS or out["varying"] < MIN_VARYING:
+        return (f"no interval: wrong-but-trusted entries retrieved {out['trusted_wrong']}, prompts whose share "
+                f"varies within their stratum {out['varying']} (an interval needs {MIN_CARRIERS} and {MIN_VARYING})")
+    return None

@@ -30,12 +30,12 @@ from statsmodels.genmod.generalized_estimating_equations import GEE
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.tools.sm_exceptions import ConvergenceWarning, PerfectSeparationWarning
 
-from critique.analysis.stats import holm
+from critique.analysis.stats import detectable_effect, holm
 from critique.base.vocab import BASELINES, CRITIQUE_STRATEGIES, EP_LABEL, STRATEGIES, ZERO_SHOT
 
 KEY = ["model", "dataset", "strategy", "user", "item_id"]
 PAIRED_COLUMNS = ["model", "dataset", "strategy", "baseline", "n", "acc_strategy", "acc_baseline", "diff",
-                  "ci_low", "ci_high", "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm"]
+                  "ci_low", "ci_high", "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm", "mde"]
 POOLED_COLUMNS = ["strategy", "baseline", "odds_ratio", "ci_low", "ci_high", "p", "method"]
 SPREAD_COLUMNS = ["model", "dataset", "strategy", "repeats", "mean", "sd", "min", "max"]
 PAIRS = [(strategy, baseline) for strategy in CRITIQUE_STRATEGIES for baseline in BASELINES]
@@ -122,7 +122,9 @@ def paired(frame: pd.DataFrame, seed: int = 0, resamples: int = 2000, confidence
     row's interval does not depend on the other rows. discordant_wins: matched items the strategy
     got right and the baseline wrong; discordant_losses the reverse; p_mcnemar: exact McNemar
     (`mcnemar_exact`, items assumed independent; NaN without a discordant pair); p_holm: Holm over
-    all rows of the result. Rows are sorted by model, dataset, then strategy and baseline in the
+    all rows of the result; mde: the difference (points) that test finds at 80% power given n and the
+    discordant share (`stats.detectable_effect`; NaN without a discordant pair or when no difference
+    would be found that often). Rows are sorted by model, dataset, then strategy and baseline in the
     study's order.
     """
     data = _prepared(frame)
@@ -145,13 +147,15 @@ def paired(frame: pd.DataFrame, seed: int = 0, resamples: int = 2000, confidence
                 rng = _generator(seed, f"{model}|{dataset}|{strategy}|{baseline}")
                 low, high = _bootstrap(s_unit - b_unit, rng, resamples, confidence)
                 wins, losses = int(((s == 1) & (b == 0)).sum()), int(((s == 0) & (b == 1)).sum())
-                p = mcnemar_exact(wins, losses)
+                n, p = int(matched.sum()), mcnemar_exact(wins, losses)
+                mde = detectable_effect(n, wins + losses)
                 rows.append({"model": model, "dataset": dataset, "strategy": strategy, "baseline": baseline,
-                             "n": int(matched.sum()), "acc_strategy": 100 * float(s_unit.mean()),
+                             "n": n, "acc_strategy": 100 * float(s_unit.mean()),
                              "acc_baseline": 100 * float(b_unit.mean()),
                              "diff": 100 * float(s_unit.mean() - b_unit.mean()), "ci_low": 100 * low,
                              "ci_high": 100 * high, "discordant_wins": wins, "discordant_losses": losses,
-                             "p_mcnemar": math.nan if p is None else p})
+                             "p_mcnemar": math.nan if p is None else p,
+                             "mde": math.nan if mde is None else mde})
     result = pd.DataFrame(rows, columns=PAIRED_COLUMNS)  # in order: cells sorted, pairs in the study's order
     adjusted = holm([None if math.isnan(p) else p for p in result["p_mcnemar"]])
     result["p_holm"] = np.array([math.nan if p is None else p for p in adjusted], dtype=float)

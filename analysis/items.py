@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from critique.analysis.cells import Cells
 from critique.analysis.points import condition_order, conditions, gains, study_points
+from critique.analysis.stats import MDE_NOTE
 from critique.analysis.tables import Result, suggestibility
 from critique.analysis.tabular import Table, records
 from critique.base import vocab
@@ -181,7 +182,7 @@ def table2_p(result: Result) -> list[tuple[str, float | None]]:
 
 
 PAIRED = ["model", "dataset", "strategy", "baseline", "n", "acc_strategy", "acc_baseline", "diff", "ci_low", "ci_high",
-          "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm", "errors", "flagged", "direction_agrees"]
+          "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm", "mde", "errors", "flagged", "direction_agrees"]
 POOLED = ["strategy", "baseline", "odds_ratio", "ci_low", "ci_high", "p"]
 SPREAD = ["model", "dataset", "strategy", "repeats", "mean", "sd", "min", "max"]
 
@@ -196,7 +197,7 @@ def tables(data: dict, result: Result) -> Inference:
                 "discordant: items the strategy got right and the baseline wrong (wins) and the reverse (losses); "
                 "p_mcnemar: exact McNemar test on them (items, not users: on preference data it ignores the "
                 "clustering the interval respects); p_holm: Holm-adjusted over the rows of its experiment (one family "
-                "per condition, never pooled across them); no interval "
+                "per condition, never pooled across them); " + MDE_NOTE + "; no interval "
                 "where no item is discordant; errors: predictions of either arm that ended in an error (flagged: "
                 "counted wrong, not answers of the model); direction_agrees no: the per-user difference and the "
                 "discordant items point opposite ways, so read the two apart")
@@ -257,8 +258,8 @@ def _controls_table(data: dict) -> Table:
                                                              "zero_shot answered on the same items")
     columns = _named(PAIRED, rows)
     note = ("the columns as in the paired table; p_mcnemar: exact McNemar on the discordant items; p_holm: Holm over "
-            "the control points of its experiment. A positive control should show a large gain with a tiny p, a "
-            "negative control none beyond chance")
+            "the control points of its experiment; " + MDE_NOTE + ". A positive control should show a large gain "
+            "with a tiny p, a negative control none beyond chance (its mde: how large a gain it could have missed)")
     return Table("controls", TITLES["controls"], columns, records(rows, columns), note=note)
 
 

@@ -1,7 +1,8 @@
 """The field's methods beside ours (`critique tables`, table ``methods``): per run that holds a field method's
-memory (memory/METHOD.json: ACE, Dynamic Cheatsheet, ExpeL) and per such method, its accuracy, what its offline
-stage spent and whether --train-budget stopped it, its tokens per test question, its break-even against
-EP_LABEL, and item-level paired tests against EP+SEM_CRIT and zero_shot of the same run (exact McNemar on the
+memory (memory/METHOD.json: ACE, Dynamic Cheatsheet, ExpeL) and per such method, its accuracy and its
+timeouts, what its memory holds (analysis.method_memory: empty, a placeholder, its starting program, or learned),
+what its offline stage spent and whether --train-budget stopped it, its tokens per test question, its break-even
+against EP_LABEL, and item-level paired tests against EP+SEM_CRIT and zero_shot of the same run (exact McNemar on the
 items the two answered differently), Holm-adjusted over the family of one run's comparisons; the run's critique
 strategies beside them, with the train stage they pay."""
 
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.analysis import logs, prices
-from critique.analysis.stats import holm, sign_test
+from critique.analysis import logs, method_memory, prices, tally
+from critique.analysis.stats import MDE_NOTE, detectable_effect, holm, sign_test
 from critique.analysis.tabular import Table
 from critique.base import rundir, vocab
 from critique.base.price import Price
@@ -18,12 +19,18 @@ from critique.base.price import Price
 KEY = "methods"
 TITLE = "The field's methods beside ours: accuracy, offline cost, break-even and paired tests (same run, same items)"
 AGAINST = (vocab.EP_SEM_CRIT, vocab.ZERO_SHOT)
-COLUMNS = ["model", "dataset", "method", "accuracy", "n", "errors", "offline_calls", "offline_tokens",
-           "offline_dollars", "train_budget", "stopped", "tokens_per_question", "dollars_per_question", "break_even",
-           "against", "diff", "wins", "losses", "p", "p_holm"]
+COLUMNS = ["model", "dataset", "method", "accuracy", "n", "errors", "timeouts", "notes", "memory", "offline_calls",
+           "offline_tokens", "offline_dollars", "train_budget", "stopped", "tokens_per_question",
+           "dollars_per_question", "break_even", "against", "diff", "wins", "losses", "timeout_losses", "p", "p_holm",
+           "mde"]
 NOTE = ("method: a field method of the run (memory/METHOD.json), or a critique strategy of the same run (its "
         "offline stage: the whole train stage, as Table 5 counts it); accuracy: % of the test questions (n), errors "
-        "counted wrong; offline_calls, offline_tokens: its offline stage's calls and their prompt + completion "
+        "and timeouts counted wrong; timeouts: its test answers cut at the token limit (max_tokens); notes: the "
+        "notes of its memory; memory: what they are, from its offline stage's calls: 'empty' (none), 'placeholder' "
+        "(text of a prompt the model copied back, such as a curator's example), 'starting program' (text its "
+        "stage's first prompt already held, such as the task's own instructions), or 'learned' (written by the "
+        "model, or composed from the train items; how many notes are not, and how many pools are empty); "
+        "offline_calls, offline_tokens: its offline stage's calls and their prompt + completion "
         "tokens (each distinct request once); train_budget: --train-budget (each pool's share when a preference "
         "dataset has several); stopped: the pools whose stage the budget stopped, or where a call failed "
         "(a rerun retries it); tokens_per_question: prompt + completion tokens per answered test question; "
@@ -31,9 +38,10 @@ NOTE = ("method: a field method of the run (memory/METHOD.json), or a critique s
         "price is known); "
         "break_even: offline tokens / (EP_LABEL's tokens per question - the method's), the test questions after "
         "which it has cost less than EP_LABEL ('never' when it costs more per question; '-' without EP_LABEL in the "
-        "run); against: the strategy of the same run it is compared with, diff: accuracy - theirs in points, "
-        "wins/losses: items only it / only they answered right, p: exact McNemar, p_holm: Holm over the run's "
-        "comparisons")
+        "run; where its memory is empty, a placeholder or its starting program, a saving is a shorter prompt's, "
+        "not a memory's); against: the strategy of the same run it is compared with, diff: accuracy - theirs in "
+        "points, wins/losses: items only it / only they answered right, timeout_losses: its losses that were "
+        "timeouts, p: exact McNemar, p_holm: Holm over the run's comparisons; " + MDE_NOTE)
 
 
 def tables(metas: list[dict], problems: list[str]) -> list[Table]:
@@ -69,7 +77,8 @@ def _rows(meta: dict, problems: list[str]) -> list[dict]:
     answers = _answers(logs.predictions(path, (vocab.TEST,), problems))
     price = prices.of_run(path)
     offline = _offline_calls(path, problems)
-    costs = {name: {**_cost(document), "offline_dollars": _method_dollars(offline, name, price)}
+    kept = method_memory.verdicts(path, methods, problems)
+    costs = {name: {**_cost(document), **kept[name], "offline_dollars": _method_dollars(offline, document, price)}
              for name, document in methods.items() if answers.get(name)}
     costs.update({name: cost for name, cost in _train_stage_costs(offline, price).items() if answers.get(name)})
     rows = []
@@ -99,7 +108,8 @@ def _answers(predictions: list[dict]) -> dict[str, dict[tuple, dict]]:
 def _accuracy(answers: dict) -> dict:
     right = sum(r.get("correct") is True for r in answers.values())
     return {"accuracy": 100.0 * right / len(answers), "n": len(answers),
-            "errors": sum(bool(r.get("error")) for r in answers.values())}
+            "errors": sum(bool(r.get("error")) for r in answers.values()),
+            "timeouts": sum(tally.timed_out(r.get("timeout")) for r in answers.values())}
 
 
 def _answered(answers: dict) -> list[dict]:
@@ -133,10 +143,12 @@ def _offline_calls(run: Path, problems: list[str]) -> list[tuple]:
     return [row[:5] for row in calls if row[0] != vocab.TEST and not row[5]]
 
 
-def _method_dollars(offline: list[tuple], method: str, price: Price | None) -> float | None:
-    """A field method's offline stage in dollars: its calls, each distinct request once (as its tokens)."""
+def _method_dollars(offline: list[tuple], document: dict, price: Price | None) -> float | None:
+    """A field method's offline stage in dollars: the requests its memory lists (one that another step asked
+    first included, as its tokens count it), and the calls logged under its name, each distinct request once."""
+    mine = {request for pool in document["pools"].values() for request in pool.get("requests") or []}
     once = {request: (prompt, completion) for _, strategy, request, prompt, completion in offline
-            if strategy == method}
+            if request in mine or strategy == document["method"]}
     return prices.dollars(price, sum(p or 0 for p, _ in once.values()), sum(c or 0 for _, c in once.values()))
 
 
@@ -146,7 +158,8 @@ def _train_stage_costs(offline: list[tuple], price: Price | None) -> dict[str, d
     costs = {}
     for strategy, stages in vocab.OFFLINE_STAGES.items():
         paid = [(prompt or 0, completion or 0) for stage, _, _, prompt, completion in offline if stage in stages]
-        costs[strategy] = {"offline_calls": len(paid), "train_budget": None, "stopped": None,
+        costs[strategy] = {"offline_calls": len(paid), "train_budget": None, "stopped": None, "notes": None,
+                           "memory": None,
                            "offline_tokens": sum(p + c for p, c in paid),
                            "offline_dollars": prices.dollars(price, sum(p for p, _ in paid), sum(c for _, c in paid))}
     return costs
@@ -172,9 +185,11 @@ def _break_even(offline: int, mine: dict, label: dict | None):
 def _paired(mine: dict, theirs: dict) -> dict:
     both = [key for key in mine if key in theirs]
     if not both:
-        return {"diff": None, "wins": 0, "losses": 0, "p": None}
+        return {"diff": None, "wins": 0, "losses": 0, "timeout_losses": 0, "p": None, "mde": None}
     ours = sum(mine[k].get("correct") is True for k in both)
     other = sum(theirs[k].get("correct") is True for k in both)
     wins = sum(mine[k].get("correct") is True and theirs[k].get("correct") is not True for k in both)
-    losses = sum(mine[k].get("correct") is not True and theirs[k].get("correct") is True for k in both)
-    return {"diff": 100.0 * (ours - other) / len(both), "wins": wins, "losses": losses, "p": sign_test(wins, losses)}
+    lost = [k for k in both if mine[k].get("correct") is not True and theirs[k].get("correct") is True]
+    return {"diff": 100.0 * (ours - other) / len(both), "wins": wins, "losses": len(lost),
+            "timeout_losses": sum(tally.timed_out(mine[k].get("timeout")) for k in lost),
+            "p": sign_test(wins, len(lost)), "mde": detectable_effect(len(both), wins + len(lost))}

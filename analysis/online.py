@@ -9,10 +9,11 @@ the variant that keeps other settings apart, as every table does):
 - ``gain`` over the memory-off arm (a stream of the same model, dataset and order with ``--feedback none --start
   empty``: zero_shot's prompt at every step) when one is among the inputs: the difference in points with the
   exact McNemar test on the items answered differently (``wins``, ``losses``, ``p``);
-- the notes the stream wrote and the write-back loop (analysis.online_loop): ``leniency`` and ``s``, the shares of
-  wrong and of right answers written back trusted, the share of shown notes trusted but wrong, the contamination
-  slope ``kappa`` and ``kappa_within`` (within the memory-off arm's strata), the **predicted attractor** beside
-  ``corrupted``, the share the stream's trusted notes reached;
+- the notes the stream wrote and the write-back loop (analysis.online_loop): ``l`` and ``s``, the shares of
+  wrong and of right answers written back trusted (over every note of known truth), the share of shown notes
+  trusted but wrong, the contamination slope ``kappa`` (pooled: confounded) and ``kappa_within`` (within the
+  memory-off arm's strata), the **predicted attractor** with ``attractor_why`` (no test when the slope cannot be
+  told from 0) beside ``corrupted``, the share the stream's trusted notes reached;
 - ``revised``, ``revised_right``, ``disabled``, ``demoted``: what the conflict policy, the disabling test and a
   de-inflation arm changed; ``notes_end``, ``prompt_tokens`` per step, ``not_written``.
 
@@ -26,9 +27,9 @@ from pathlib import Path
 
 from critique.analysis import logs
 from critique.analysis.cells import mean
-from critique.analysis.online_loop import (attractor, contamination, is_trusted, is_trusted_wrong, share,
-                                           shown_versions, trust_rates)
-from critique.analysis.stats import sign_test, wilson
+from critique.analysis.online_loop import (attractor, contamination, is_trusted, is_trusted_wrong, prediction_test,
+                                           share, shown_versions, slope_interval, trust_rates)
+from critique.analysis.stats import MDE_NOTE, detectable_effect, sign_test, wilson
 from critique.analysis.tabular import Table
 from critique.base import vocab
 from critique.base.ids import version_id
@@ -36,41 +37,47 @@ from critique.base.ids import version_id
 KEY, WINDOWS_KEY, ARMS_KEY = "stream", "stream_windows", "stream_arms"
 ARMS_TITLE = "Online memory: the arms of one stream (which ends highest; de-inflation against its random control)"
 ARMS_COLUMNS = ["model", "dataset", "order", "arms", "unfinished", "highest", "accuracy", "deinflated", "random",
-                "diff", "wins", "losses", "p", "demoted"]
-TITLE = "Online memory: each stream at its end (%, leniency and shares as fractions)"
+                "diff", "wins", "losses", "p", "mde", "demoted"]
+TITLE = "Online memory: each stream at its end (%, l, s and shares as fractions)"
 WINDOWS_TITLE = "Online memory over the stream: each window of steps (%, shares as fractions)"
 WINDOWS = 5
 STREAM_STAGE = vocab.STREAM
-FRACTIONS = {c: ".3f" for c in ("leniency", "leniency_low", "leniency_high", "s", "trusted_wrong", "kappa",
-                                "kappa_within", "e0", "attractor", "corrupted")}  # shown to three decimals
+FRACTIONS = {c: ".3f" for c in ("l", "l_low", "l_high", "s", "trusted_wrong", "kappa", "kappa_within", "e0",
+                                "slope_low", "slope_high", "attractor", "corrupted")}  # shown to three decimals
 LABEL = ["model", "dataset", "feedback", "start", "conflicts", "similarity", "rank", "order", "demote", "refresh",
          "disable"]
-COLUMNS = [*LABEL, "status", "steps", "of", "accuracy", "ci_low", "ci_high", "gain", "wins", "losses", "p", "written",
-           "leniency", "leniency_low", "leniency_high", "s", "trusted_wrong", "kappa", "kappa_within", "e0",
-           "attractor", "corrupted", "revised", "revised_right", "disabled", "demoted", "notes_end", "prompt_tokens",
-           "not_written"]
-WINDOW_COLUMNS = [*LABEL, "window", "steps", "accuracy", "ci_low", "ci_high", "written", "leniency", "trusted_wrong",
+COLUMNS = [*LABEL, "status", "steps", "of", "accuracy", "ci_low", "ci_high", "gain", "wins", "losses", "p", "mde",
+           "written", "l", "l_low", "l_high", "s", "trusted_wrong", "kappa", "kappa_within", "e0", "slope_low",
+           "slope_high", "attractor", "attractor_why", "corrupted", "revised", "revised_right", "disabled", "demoted",
+           "notes_end", "prompt_tokens", "not_written"]
+WINDOW_COLUMNS = [*LABEL, "window", "steps", "accuracy", "ci_low", "ci_high", "written", "l", "trusted_wrong",
                   "notes_end"]
 NOTE = ("similarity: with --conflicts revise, how similar a shown note must be to be revised; refresh: every how "
         "many steps the stream's advice is refreshed (it answers with EP+SEM_CRIT), - when it keeps none (EP_CRIT); "
         "disable: verification by disabling; status: the run's; steps: the steps answered (a step whose call failed "
         "left out), of: the test questions; accuracy over the steps answered with its 95% Wilson interval; gain: "
         "against the memory-off stream of the same model, dataset and order (--feedback none --start empty), in "
-        "points, with the exact McNemar p on the items answered differently (wins, losses); written: notes the "
-        "stream wrote; leniency: the share of wrong answers (U=0) written back trusted (stored as right and not "
-        "demoted; E[b|U=0] when nothing is demoted) with its Wilson interval, s: the same of right answers; "
+        "points, with the exact McNemar p on the items answered differently (wins, losses) and its mde (below); "
+        "written: notes the stream wrote; l: MEMORY.md's l, the share of wrong answers (U=0) written back trusted "
+        "(stored as right and not demoted; a note whose critique names no verdict is not trusted and stays in the "
+        "denominator) with its Wilson interval: with --feedback self the critic's leniency (it is shown no label), "
+        "with --feedback gold the critic contradicting the gold label it was shown; s: the same of right answers; "
         "trusted_wrong: share of the notes shown that were trusted but wrong; kappa: slope of a step's error on the "
-        "share of the trusted notes it was shown that are wrong (steps shown a trusted note), kappa_within: the same "
-        "within the items the memory-off arm answered right and within those it answered wrong (the questions' "
-        "difficulty taken out), e0: the intercept of the slope the attractor uses (kappa_within when there is one, "
-        "else kappa); attractor: the predicted share of wrong notes among trusted ones where the write-back loop "
-        "settles (MEMORY.md: p = e*l/(e*l+(1-e)*s), e = e0 + kappa*p), corrupted: the share the stream's own "
-        "trusted notes reached; revised, disabled: notes the conflict policy or the disabling test changed, "
+        "share of the trusted notes it was shown that are wrong (steps shown a trusted note), pooled, so confounded "
+        "with the questions' difficulty; kappa_within: the same within the items the memory-off arm answered right "
+        "and within those it answered wrong (the questions' difficulty taken out); e0: the intercept of the slope "
+        "the attractor uses (kappa_within when there is one, else kappa), slope_low/high: that slope's 95% "
+        "percentile interval over resampled steps; attractor: the predicted share of wrong notes among trusted ones "
+        "where the write-back loop settles (MEMORY.md: p = e*l/(e*l+(1-e)*s), e = e0 + kappa*p), attractor_why: why "
+        "it is no test (a slope that cannot be told from 0: with kappa = 0 the prediction is e*l/(e*l+(1-e)*s) of "
+        "the notes the stream wrote, the same ratio of the same notes as corrupted), - when it is one; corrupted: "
+        "the share the stream's own trusted notes reached; revised, disabled: notes the conflict policy or the "
+        "disabling test changed, "
         "revised_right: revised notes that now assert their own question's gold label (a near-duplicate's label "
         "can differ); demote: the de-inflation arm (reorder: the verifier marks the new notes it flags doubtful, "
         "random: as many chosen at random), demoted: how many (a doubtful note is not trusted); notes_end: notes "
         "retrievable in the last step's pool; not_written: steps answered without a note (feedback still due at "
-        "the end, or a critique that did not parse)")
+        "the end, or a critique that did not parse); " + MDE_NOTE)
 
 
 ARMS_NOTE = ("arms: streams of this model, dataset and order (feedback/start, +reorder: de-inflated by the reorder "
@@ -79,7 +86,7 @@ ARMS_NOTE = ("arms: streams of this model, dataset and order (feedback/start, +r
              "deinflated, random: the two de-inflation arms' accuracy, diff: deinflated - random in points with the "
              "exact McNemar p on the items they answered differently (wins, losses), against the random control "
              "that demoted as many as the verifier did (none when the verifier demoted every note: the control then "
-             "demotes the same ones); demoted: notes each demoted (verifier / random)")
+             "demotes the same ones); demoted: notes each demoted (verifier / random); " + MDE_NOTE)
 
 
 # ---- one stream ---------------------------------------------------------------------------------
@@ -134,38 +141,56 @@ def _accuracy(steps: list[dict]) -> tuple:
 
 def _gain(stream: dict, off: dict | None) -> dict:
     if off is None or off is stream:
-        return {"gain": None, "wins": None, "losses": None, "p": None}
+        return {"gain": None, "wins": None, "losses": None, "p": None, "mde": None}
     theirs = {(s.get("user"), s.get("item_id")): s.get("correct") is True for s in off["steps"]}
     pairs = [(s.get("correct") is True, theirs[(s.get("user"), s.get("item_id"))]) for s in stream["steps"]
              if (s.get("user"), s.get("item_id")) in theirs]
     wins, losses = sum(a and not b for a, b in pairs), sum(b and not a for a, b in pairs)
     gain = 100 * (wins - losses) / len(pairs) if pairs else None
-    return {"gain": gain, "wins": wins, "losses": losses, "p": sign_test(wins, losses)}
+    return {"gain": gain, "wins": wins, "losses": losses, "p": sign_test(wins, losses),
+            "mde": detectable_effect(len(pairs), wins + losses)}
+
+
+def _strata(stream: dict, off: dict | None) -> dict | None:
+    """item -> whether the memory-off arm answered it right (the difficulty strata); None without that arm."""
+    if off is None or off is stream:
+        return None
+    return {(r.get("user"), r.get("item_id")): r.get("correct") is True for r in off["steps"]}
+
+
+def loop(stream: dict, off: dict | None) -> dict:
+    """The write-back loop's columns: l and s (one denominator), the pooled and within-strata slopes, the
+    intercept and interval of the one the attractor uses, the predicted attractor, whether it is a test, and the
+    corrupted share the stream's trusted notes reached."""
+    steps, versions = stream["steps"], _by_version(stream)
+    l, l_low, l_high, s = trust_rates(_written(stream, latest=False))
+    pooled = contamination(steps, versions)
+    strata = _strata(stream, off)
+    within = contamination(steps, versions, strata) if strata else {"kappa": None}
+    used = within if within["kappa"] is not None else pooled
+    low = high = why = predicted = None
+    if None not in (used["kappa"], l, s):
+        predicted = attractor(min(1.0, max(0.0, used["e0"])), used["kappa"], l, s)
+        low, high, why = slope_interval(used["groups"])
+    trusted = [v for v in _written(stream, latest=True) if is_trusted(v) and v["truth"] is not None]
+    return {"l": l, "l_low": l_low, "l_high": l_high, "s": s, "kappa": pooled["kappa"],
+            "kappa_within": within["kappa"], "e0": used["e0"], "slope_low": low, "slope_high": high,
+            "attractor": predicted, "attractor_why": prediction_test(predicted, low, high, why),
+            "corrupted": share([v["truth"] == 0 for v in trusted])}
 
 
 def summary(stream: dict, off: dict | None) -> dict:
     """The stream's row of the online table (``off``: the memory-off arm of its model, dataset and order)."""
     steps, versions = stream["steps"], _by_version(stream)
     accuracy, low, high = _accuracy(steps)
-    leniency, len_low, len_high, s = trust_rates(_written(stream, latest=False))
     shown = [v for step in steps for v in shown_versions(step, versions)]
-    kappa, e0 = contamination(steps, versions)
-    strata = None if off is None or off is stream else \
-        {(r.get("user"), r.get("item_id")): r.get("correct") is True for r in off["steps"]}
-    within, e0_within = contamination(steps, versions, strata) if strata else (None, None)
-    slope, intercept = (within, e0_within) if within is not None else (kappa, e0)
-    predicted = None
-    if None not in (slope, intercept, leniency, s):
-        predicted = attractor(min(1.0, max(0.0, intercept)), slope, leniency, s)
-    trusted = [v for v in _written(stream, latest=True) if is_trusted(v) and v["truth"] is not None]
     latest = list({v["note"]: v for v in stream["versions"]}.values())
     revised = [v for v in latest if v["status"] == "revised"]
     return {**stream["label"], "status": stream.get("status"), "steps": len(steps), "of": stream.get("n_test"),
             "accuracy": accuracy, "ci_low": low, "ci_high": high, **_gain(stream, off),
-            "written": len(_written(stream, latest=False)), "leniency": leniency, "leniency_low": len_low,
-            "leniency_high": len_high, "trusted_wrong": share([is_trusted_wrong(v) for v in shown]), "kappa": kappa,
-            "kappa_within": within, "e0": intercept, "s": s, "attractor": predicted,
-            "corrupted": share([v["truth"] == 0 for v in trusted]), "revised": len(revised),
+            "written": len(_written(stream, latest=False)),
+            "trusted_wrong": share([is_trusted_wrong(v) for v in shown]), **loop(stream, off),
+            "revised": len(revised),
             "revised_right": sum(v["entry"].get("asserted") == v["entry"].get("gold") for v in revised),
             "disabled": sum(v["status"] == "disabled" for v in latest),
             "demoted": _demoted(stream),
@@ -199,7 +224,7 @@ def windows(stream: dict) -> list[dict]:
         shown = [v for step in part for v in shown_versions(step, versions)]
         rows.append({**stream["label"], "window": number, "steps": f"{part[0].get('step', first)}-{last}",
                      "accuracy": accuracy, "ci_low": low, "ci_high": high, "written": len(mine),
-                     "leniency": trust_rates(mine)[0], "trusted_wrong": share([is_trusted_wrong(v) for v in shown]),
+                     "l": trust_rates(mine)[0], "trusted_wrong": share([is_trusted_wrong(v) for v in shown]),
                      "notes_end": part[-1].get("memory_notes")})
     return rows
 
@@ -243,6 +268,7 @@ def arms(streams: list[dict]) -> list[dict]:
                      "accuracy": best, "deinflated": _accuracy(verifier["steps"])[0] if verifier else None,
                      "random": _accuracy(control["steps"])[0] if control else None,
                      "diff": paired["gain"], "wins": paired["wins"], "losses": paired["losses"], "p": paired["p"],
+                     "mde": paired["mde"],
                      "demoted": (f"{_demoted(verifier)} / {_demoted(control)}"
                                  + (": every note, no control possible" if every else "")) if verifier and control
                      else None})
@@ -270,7 +296,7 @@ def tables(metas: list[dict], problems: list[str]) -> list[Table]:
             Table(ARMS_KEY, ARMS_TITLE, skipped="no two arms of one stream (critique stream --arms)"),
             Table(WINDOWS_KEY, WINDOWS_TITLE, WINDOW_COLUMNS, [r for one in streams for r in windows(one)],
                   formats=FRACTIONS,
-                  note=f"the steps in {WINDOWS} equal windows; written: notes written in the window; leniency: "
+                  note=f"the steps in {WINDOWS} equal windows; written: notes written in the window; l: "
                        "theirs; trusted_wrong: share of the notes shown in the window stored as right but wrong; "
                        "notes_end: notes retrievable in the pool of the window's last step")]
 

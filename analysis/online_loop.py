@@ -1,11 +1,13 @@
 """The write-back loop's statistics (shared/MEMORY.md section 1), from a stream's note versions and steps: who is
-trusted, the leniency of what is written back, the share of the trusted notes a step was shown that are wrong
-(the loop's p), the contamination slope (pooled, or within the memory-off arm's strata so that the questions'
-difficulty is taken out) and the predicted attractor, where p = q(p). Reads nothing: analysis.online feeds it."""
+trusted, the loop's l and s (the shares of wrong and of right answers written back trusted), the share of the
+trusted notes a step was shown that are wrong (the loop's p), the contamination slope (pooled, or within the
+memory-off arm's strata so that the questions' difficulty is taken out) with its interval, and the predicted attractor, where p = q(p), with whether it tests
+anything: with a slope that cannot be told from 0 it is the bank's own share of wrong notes among the trusted
+ones, which the stream reached by construction. Reads nothing: analysis.online feeds it."""
 
 from __future__ import annotations
 
-from critique.analysis.echo_stats import point_sums, slope_of
+from critique.analysis.echo_stats import bootstrap, point_sums, withheld, within_slope
 from critique.analysis.stats import wilson
 
 
@@ -51,15 +53,14 @@ def share(values: list[bool]) -> float | None:
 
 
 def trust_rates(notes: list[dict]) -> tuple:
-    """(leniency, its Wilson interval's ends, s) of notes with a known verdict and truth: the share of the wrong
-    (U = 0) and of the right (U = 1) answers written back trusted (stored as right and not demoted; with nothing
-    demoted the leniency is E[b | U=0] itself, b = r when U = 0)."""
-    u0 = [n for n in notes if n["truth"] == 0 and n["verdict"] is not None]
-    u1 = [n for n in notes if n["truth"] == 1 and n["verdict"] is not None]
-    lenient = sum(is_trusted(n) for n in u0)
-    low, high = wilson(lenient, len(u0))
-    leniency = lenient / len(u0) if u0 else None
-    return leniency, low, high, share([is_trusted(n) for n in u1])
+    """(l, its Wilson interval's ends, s): the shares of the wrong (U = 0) and of the right (U = 1) answers written
+    back trusted (stored as right and not demoted), over every note of known truth: a note whose critique names
+    no verdict is not trusted and counts so here, as in ``corruption`` and the corrupted share. One denominator:
+    with kappa = 0, e*l / (e*l + (1-e)*s) over these notes is the share of the trusted ones that are wrong."""
+    u0 = [is_trusted(n) for n in notes if n["truth"] == 0]
+    u1 = [is_trusted(n) for n in notes if n["truth"] == 1]
+    low, high = wilson(sum(u0), len(u0))
+    return share(u0), low, high, share(u1)
 
 
 def shown_versions(step: dict, versions: dict[str, dict]) -> list[dict]:
@@ -82,37 +83,43 @@ def corruption(shown: list[dict]) -> float | None:
     return sum(v["truth"] == 0 for v in trusted) / len(trusted) if trusted else None
 
 
-def contamination(steps: list[dict], versions: dict[str, dict],
-                   strata: dict[tuple, bool] | None = None) -> tuple[float | None, float | None]:
-    """(kappa, e0): slope and intercept of a step's error on the share of the trusted notes it was shown that
-    are wrong (steps shown no trusted note left out): the loop's e = e0 + kappa*p. ``strata``: item -> whether
-    the memory-off arm answered it right; the slope is then the within-stratum one (hard questions retrieve
-    wrong notes and fail anyway: that is not contamination), and e0 the intercept through the means."""
-    groups: dict[object, list[tuple[float, float]]] = {}
+def contamination(steps: list[dict], versions: dict[str, dict], strata: dict[tuple, bool] | None = None) -> dict:
+    """{kappa, e0, groups}: slope and intercept of a step's error on the share of the trusted notes it was shown
+    that are wrong (steps shown no trusted note left out): the loop's e = e0 + kappa*p; ``groups``: each step's
+    (stratum, point_sums), for ``slope_interval``. ``strata``: item -> whether the memory-off arm answered it
+    right; the slope is then the within-stratum one (hard questions retrieve wrong notes and fail anyway: that
+    is not contamination; an item the memory-off arm did not answer is left out), and e0 the intercept through
+    the means. Without strata, the pooled slope (one stratum)."""
+    groups = []
     for step in steps:
         wrong = corruption(shown_versions(step, versions))
-        if wrong is not None:
-            key = (step.get("user"), step.get("item_id"))
-            stratum = strata.get(key) if strata is not None else None
-            groups.setdefault(stratum, []).append((wrong, float(step.get("correct") is not True)))
-    if strata is not None:
-        groups.pop(None, None)  # an item the memory-off arm did not answer
-    points = [p for group in groups.values() for p in group]
-    if not points:
-        return None, None
-    kappa = slope_of([point_sums(points)]) if strata is None else within_slope(list(groups.values()))
+        stratum = None if strata is None else strata.get((step.get("user"), step.get("item_id")))
+        if wrong is not None and (strata is None or stratum is not None):
+            groups.append((stratum, point_sums([(wrong, float(step.get("correct") is not True))])))
+    kappa = within_slope(groups) if groups else None
     if kappa is None:
-        return None, None
-    mean_x, mean_y = (sum(p[i] for p in points) / len(points) for i in (0, 1))
-    return kappa, mean_y - kappa * mean_x
+        return {"kappa": None, "e0": None, "groups": groups}
+    n, sx, sy = (sum(sums[i] for _, sums in groups) for i in range(3))
+    return {"kappa": kappa, "e0": sy / n - kappa * sx / n, "groups": groups}
 
 
-def within_slope(groups: list[list[tuple[float, float]]]) -> float | None:
-    """The within-group least-squares slope (each group's own means taken out); None when x never varies."""
-    sxx = sxy = 0.0
-    for points in groups:
-        n, sx, sy, sxx_g, sxy_g = point_sums(points)
-        if n:
-            sxx += sxx_g - sx * sx / n
-            sxy += sxy_g - sx * sy / n
-    return None if sxx <= 1e-12 else sxy / sxx
+def slope_interval(groups: list[tuple]) -> tuple[float | None, float | None, str | None]:
+    """(low, high, why none): the slope's percentile interval over resampled steps (echo_stats.bootstrap: the
+    Echo table's resamples, seed and level), withheld when too many resamples leave it undefined."""
+    low, high, undefined = bootstrap(groups, within_slope)
+    why = withheld(None, undefined)
+    return (None, None, why) if why else (low, high, None)
+
+
+def prediction_test(predicted: float | None, low: float | None, high: float | None, why: str | None) -> str | None:
+    """Why the predicted attractor is no test of the loop (None when it is one: the slope's interval excludes
+    0). With kappa = 0 it is e*l / (e*l + (1-e)*s) of the notes the stream wrote, the very ratio the corrupted
+    share is of the same notes, so predicted and reached agree by construction."""
+    if predicted is None:
+        return None
+    if why is not None:
+        return f"no test: the slope has no interval ({why}), so it cannot be told from 0"
+    if low <= 0 <= high:
+        return (f"no test: the slope's interval [{low:.3f}, {high:.3f}] holds 0, and with kappa = 0 predicted and "
+                "reached are one ratio of the same notes")
+    return None

@@ -58,19 +58,36 @@ def print_table(run_dir: Path) -> None:
         print()
 
 
-def against_zero_shot(found) -> list[str]:
-    """One line per strategy: its paired difference from zero_shot on the items both answered, with the
-    discordant items and the exact McNemar p (analysis.inference.paired, as `critique tables --inference`)."""
+def zero_shot_pairs(found) -> list[dict]:
+    """Each strategy's paired row against zero_shot on the items both answered (analysis.inference.paired, as
+    `critique tables --inference` computes it), in the study's order."""
     from critique.analysis import frames, inference, items
 
     tests = items.test_rows(frames.Logs(found.runs).outcomes())
     pairs = [(s, ZERO_SHOT) for s in STRATEGIES if s != ZERO_SHOT]
+    return inference.records(inference.paired(tests, pairs=pairs))
+
+
+def against_zero_shot(found) -> list[str]:
+    """One line per strategy: its paired difference from zero_shot on the items both answered, with the
+    discordant items, the exact McNemar p and the difference that test would find at 80% power."""
     lines = []
-    for r in inference.records(inference.paired(tests, pairs=pairs)):
+    for r in zero_shot_pairs(found):
         p = "no discordant item" if r["p_mcnemar"] is None else f"exact McNemar p = {r['p_mcnemar']:.2g}"
         lines.append(f"{r['strategy']} vs zero_shot on the same {r['n']} items: {r['diff']:+.1f} points "
                      f"({r['discordant_wins']} right only under {r['strategy']}, {r['discordant_losses']} only under "
-                     f"zero_shot; {p})")
+                     f"zero_shot; {p}); {_detectable(r)}")
     if len(lines) > 1:
         lines.append(f"(each p alone; over the {len(lines)} comparisons, Holm's: `critique tables --inference`)")
     return lines
+
+
+def _detectable(row: dict) -> str:
+    """What a paired row's test could have seen: its minimum detectable effect (analysis.stats.detectable_effect)."""
+    from critique.analysis.stats import POWER
+
+    if row["mde"] is not None:
+        return f"it had {POWER:.0%} power for a difference of {row['mde']:.1f} points or more"
+    if row["discordant_wins"] + row["discordant_losses"] == 0:
+        return "the smallest detectable difference is undefined without a discordant item"
+    return f"too few discordant items for any difference to reach {POWER:.0%} power"

@@ -164,6 +164,60 @@ def sign_test(wins: int, losses: int) -> float | None:
     return min(1.0, 2 * tail / 2 ** n)
 
 
+POWER, ALPHA = 0.80, 0.05  # what a paired test's detectable effect and a plan's items are computed at
+MDE_NOTE = ("mde: the minimum detectable effect, the difference in points (either way) the McNemar test finds with "
+            f"{POWER:.0%} power at alpha {ALPHA:g} given n and the share of discordant items (Connor's normal "
+            "approximation; the exact test's power there is a little lower): a p above "
+            f"{ALPHA:g} on a row is no evidence against a difference smaller than its mde; - where no item is "
+            "discordant, or too few for any difference to be found that often")  # the tables' note on their column mde
+
+
+def _quantiles(power: float, alpha: float) -> tuple[float, float]:
+    """z of the two-sided test's critical value and z of the power (standard normal quantiles)."""
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(1 - alpha / 2), NormalDist().inv_cdf(power)
+
+
+def items_needed(diff: float, discordance: float, power: float = POWER, alpha: float = ALPHA) -> int | None:
+    """Paired items a two-sided McNemar test needs to find a difference of ``diff`` accuracy points at ``power``,
+    when a share ``discordance`` of the items is answered right by one arm only: Connor's (1987) normal
+    approximation, n = (z_a * sqrt(psi) + z_b * sqrt(psi - d^2))^2 / d^2 with psi the discordance, d = diff / 100,
+    z_a the normal quantile at 1 - alpha/2 and z_b at ``power`` (R. J. Connor, "Sample size for testing
+    differences in proportions for the paired-sample design", Biometrics 43:207-211; statsmodels'
+    normal_sample_size_one_tail with std_null sqrt(psi) and std_alternative sqrt(psi - d^2) gives the same number,
+    tests/test_detectable_effect.py holds them equal; the normal quantiles come from the standard library, so the
+    default tables import nothing heavy for it). The exact McNemar test the tables print is a little more
+    conservative: its power there is about 0.75-0.80 in that test's simulations. None when no such difference can occur
+    (``diff`` above the discordance: the arms differ on fewer items than that)."""
+    d = diff / 100
+    if not 0 < discordance <= 1 or d <= 0:
+        raise ValueError(f"needs a difference above 0 points and a discordance in (0, 1], not {diff}, {discordance}")
+    if d > discordance:
+        return None
+    z_alpha, z_power = _quantiles(power, alpha)
+    n = (z_alpha * math.sqrt(discordance) + z_power * math.sqrt(discordance - d * d)) ** 2 / (d * d)
+    return math.ceil(round(n, 9))
+
+
+def detectable_effect(n: int, discordant: int, power: float = POWER, alpha: float = ALPHA) -> float | None:
+    """The minimum detectable effect (accuracy points, either direction) of a two-sided McNemar test on ``n`` paired
+    items of which ``discordant`` were answered right by one arm only: the difference it finds with probability
+    ``power`` at level ``alpha``, given that discordance. Connor's relation of `items_needed` solved for the
+    difference: d = sqrt(psi) * (z_a * sqrt(n) + z_b * sqrt(n - z_a^2 + z_b^2)) / (n + z_b^2). None without a
+    discordant item (nothing to test: no difference can be stated), or when even a difference as large as the
+    discordance (every discordant item one way) would be found less often than ``power``."""
+    if n <= 0 or discordant <= 0:
+        return None
+    z_alpha, z_power = _quantiles(power, alpha)
+    spare = n - z_alpha ** 2 + z_power ** 2
+    if spare <= 0:
+        return None
+    psi = discordant / n
+    d = math.sqrt(psi) * (z_alpha * math.sqrt(n) + z_power * math.sqrt(spare)) / (n + z_power ** 2)
+    return None if d > psi else 100 * d
+
+
 def holm(pvalues) -> list[float | None]:
     """Holm-adjusted p-values, in the input's order: the i-th smallest of m times (m - i + 1), made non-decreasing,
     capped at 1 -- the numbers of statsmodels' multipletests(method="holm") (tested equal), without importing it

@@ -106,11 +106,17 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
     return tallies
 
 
+def timed_out(timeout) -> bool:
+    """A timeout: the reply was cut at the token limit (max_tokens; the record's ``timeout``, its call's
+    finish_reason "length": critique.llm.client.LLMResult.timeout)."""
+    return timeout is True
+
+
 def _count(tally: list, correct, timeout, parse_failed, tokens, reasoning, error, prompt=None) -> None:
     tally[RECORDS] += 1
     if correct is True:
         tally[CORRECT] += 1
-    if timeout is True:
+    if timed_out(timeout):
         tally[TIMEOUT] += 1
     if error is None or error == "":
         if parse_failed is True:

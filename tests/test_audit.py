@@ -38,7 +38,8 @@ RETRIEVED = {
     ("EP_LABEL", "t2"): (["e0", "e5"], False), ("EP_LABEL", "t3"): (["e2"], True),
     ("EP+SEM_CRIT", "t0"): (["e0"], True), ("EP+SEM_CRIT", "t1"): (["e4"], False),
     ("EP+SEM_CRIT", "t2"): (["e6"], True), ("EP+SEM_CRIT", "t3"): ([], False),
-    ("zero_shot", "t0"): ([], True),
+    ("zero_shot", "t0"): ([], True), ("zero_shot", "t1"): ([], False),  # the difficulty strata of kappa
+    ("zero_shot", "t2"): ([], True), ("zero_shot", "t3"): ([], False),
 }
 
 
@@ -116,7 +117,7 @@ def test_reuse_per_entry_and_strategy(runs):
                                    "EP+SEM_CRIT": {"n": 1, "correct": 1}}  # every strategy's retrievals, listed
     assert rows["e0"]["correct"] == 2 and rows["e4"]["correct"] == 0
     assert {s: (v["prompts"], v["prompts_with_memory"], v["retrievals"], v["entries_reached"])
-            for s, v in a["reuse"].items()} == {"zero_shot": (1, 0, 0, 0), "EP_LABEL": (4, 4, 7, 5),
+            for s, v in a["reuse"].items()} == {"zero_shot": (4, 0, 0, 0), "EP_LABEL": (4, 4, 7, 5),
                                                 "EP_CRIT": (4, 4, 7, 5), "EP+SEM_CRIT": (4, 3, 3, 3)}
     assert a["reuse"]["EP_CRIT"]["accuracy_with_memory"] == pytest.approx(0.25)
     s = a["summary"]
@@ -133,11 +134,13 @@ def test_verdicts_leniency_and_echo_gap(runs):
     assert rows["e1"]["asserted"] == "3" and rows["e3"]["asserted"] is None and rows["e4"]["asserted"] == "3"
     s = a["summary"]
     assert (s["u0_entries"], s["u0_verdict_known"], s["verdict_unknown"]) == (5, 4, 1)
-    assert s["leniency"] == pytest.approx(0.5) and s["mean_b_u0"] == pytest.approx(0.5)
+    # the gold critic was shown the gold label: its P(r=1 | U=0) is contradiction, not the label-free leniency
+    assert s["contradiction"] == pytest.approx(0.5) and s["mean_b_u0"] == pytest.approx(0.5)
+    assert (s["leniency"], s["leniency_entries"], s["contradiction_entries"]) == (None, 0, 4)
     # U=0 with a known verdict: b = (1, 0, 1, 0), n = (4, 1, 2, 1): r = 2 / sqrt(6), the Echo table's
     assert s["corr_b_n_u0"] == pytest.approx(2 / math.sqrt(6))
-    assert (s["leniency_low"], s["leniency_high"]) == (pytest.approx(0.150039, abs=1e-6), pytest.approx(0.849961,
-                                                                                                      abs=1e-6))
+    assert (s["contradiction_low"], s["contradiction_high"]) == (pytest.approx(0.150039, abs=1e-6),
+                                                                 pytest.approx(0.849961, abs=1e-6))
     rests = s["corr_b_n_u0_interval"]  # e0 and e4 carry it: too few for an interval, and it says so
     assert (rests["entries"], rests["lenient_reused"], rests["low"]) == (4, 2, None) and "no interval" in rests["why"]
     assert (s["assertion_mismatch"], s["asserts_other_than_gold"]) == (4, 3)
@@ -268,12 +271,14 @@ def test_cli_formats(runs, tmp_path, capsys):
                       "truth", "summary", "reuse", "entries", "failures", "semantic", "methods"}
     assert set(a["entries"][0]) >= {"id", "item_id", "initial_answer", "gold", "critique", "asserted", "U", "r", "b",
                                     "n", "correct", "reuse", "retrieved_by", "similarity", "flipped"}
-    assert set(a["summary"]) >= {"never_retrieved_share", "top10_share", "leniency", "mean_b_u0", "corr_b_n_u0",
+    assert set(a["summary"]) >= {"never_retrieved_share", "top10_share", "leniency", "contradiction", "mean_b_u0",
+                                 "corr_b_n_u0",
                                  "assertion_mismatch", "wrong_verdict", "right_verdict", "flipped"}
     assert main(["audit", str(runs), "--rows", "2"]) == 0
     out = capsys.readouterr().out
     assert "## m / d: plain run" in out and "| e0 | 1 | 2 | 1 | 0 | 1 | 1 | yes | 4 | 2 |" in out
-    assert "retrieval failures 1, usage failures 1, not classified 1" in out and "8 more entries" in out
+    assert ("retrieval failures 1 (made right by a note that states the gold label), usage failures 1, not "
+            "classified 1") in out and "8 more entries" in out
     page = tmp_path / "audit.html"
     assert main(["audit", str(runs), "--format", "html", "-o", str(page)]) == 0
     text = page.read_text(encoding="utf-8")

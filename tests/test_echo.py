@@ -33,7 +33,9 @@ def test_leniency_specificity_reuse_and_contamination_by_hand(tmp_path, capsys):
     # test_audit.ENTRIES: U=0 with a known verdict: e0 (r=1), e1 (0), e4 (1), e5 (0); e3 names no option;
     # U=1: e2 (r=1), e6 (0), e7-e9 (1)
     assert (row["entries"], row["verdict_unknown"], row["u0"]) == (10, 1, 4)
-    assert row["leniency"] == pytest.approx(50.0) and row["specificity"] == pytest.approx(20.0)
+    # the gold critic was shown the gold label: P(r=1 | U=0) is its contradiction of it, not leniency
+    assert row["contradiction"] == pytest.approx(50.0) and row["specificity"] == pytest.approx(20.0)
+    assert row["leniency"] is None
     # n counts retrievals into EP_CRIT and EP+SEM_CRIT prompts only (the strategies kappa reads; EP_LABEL shows
     # labels, not verdicts, so its retrievals cannot echo one): e0 3 + 1, e1 1, e4 1 + 1, e5 1 (with EP_LABEL's it
     # was (7, 2, 3, 2), Corr 3 / sqrt(17))
@@ -43,16 +45,19 @@ def test_leniency_specificity_reuse_and_contamination_by_hand(tmp_path, capsys):
               (1, 0), (1, 1), (0, 0)]  # EP+SEM_CRIT t0-t2 (e6: b = -1, a right answer stored as wrong, is not
     # wrong-but-trusted); t3 retrieved nothing
     assert row["kappa_prompts"] == len(points)
-    assert row["kappa"] == pytest.approx(3 / 17)  # Sxy / Sxx = (3/14) / (17/14)
-    assert row["kappa_varying"] == 4  # shares other than the most common one (1, three prompts)
+    assert row["kappa_confounded"] == pytest.approx(3 / 17)  # pooled: Sxy / Sxx = (3/14) / (17/14)
+    # zero_shot right on t0, t2: (0.5, 1), (1, 0), (0.5, 0), (0, 0): Sxy = 0; wrong on t1, t3: the error is 1 in
+    # every prompt: the pooled slope is all difficulty
+    assert (row["kappa_zero_shot_right"], row["kappa_zero_shot_wrong"], row["kappa_within"]) == (0.0, 0.0, 0.0)
+    assert row["kappa_varying"] == 3  # shares other than their stratum's most common one (0.5; 1)
     assert row["critic"] == "gold" and row["label_flipped"] == 0 and row["believed_not_gold"] is None
-    assert "leniency_generator" not in row  # no generator truth: no such column
+    assert "stored_right_generator" not in row  # no generator truth: no such column
     # two wrong-but-trusted reused entries (e0, e4) carry both: too few for an interval, and each says so
-    assert row["lenient_reused"] == 2 and (row["corr_low"], row["corr_high"], row["kappa_low"]) == (None, None, None)
+    assert row["lenient_reused"] == 2 and (row["corr_low"], row["corr_high"], row["kappa_within_low"]) == (None,) * 3
     assert "wrong-but-trusted reused entries 2, U=0 entries with b=0 2" in row["corr_why"]
-    assert row["kappa_why"] == ("no interval: wrong-but-trusted entries retrieved 2, prompts whose share varies 4 "
-                                "(an interval needs 5 and 10)")
-    assert row["leniency_low"] == pytest.approx(15.003899, abs=1e-5)  # Wilson, 2 of 4
+    assert row["kappa_why"] == ("no interval: wrong-but-trusted entries retrieved 2, prompts whose share varies "
+                                "within their stratum 3 (an interval needs 5 and 10)")
+    assert row["contradiction_low"] == pytest.approx(15.003899, abs=1e-5)  # Wilson, 2 of 4
 
 
 def test_the_bootstrap_interval_is_seeded_and_exact_when_the_answer_is_known():
@@ -101,12 +106,14 @@ def test_kappa_reads_wrong_but_trusted_entries_and_says_what_varies():
 
     # a right answer stored as wrong (b = -1) is not contamination: the old slope counted it and found -1
     harsh = [prompt("t0", ["harsh"], True), prompt("t1", ["r0"], False), prompt("t2", ["unknown"], False)]
-    out = echo_stats.contamination(rows, harsh, ("EP_CRIT",))
-    assert out["kappa"] is None and out["prompts"] == 2 and "same wrong-but-trusted share" in out["why"]
+    one = {(None, f"{q}{i}"): True for q in "tq" for i in range(24)}  # one stratum: within is the pooled slope
+    out = echo_stats.contamination(rows, harsh, ("EP_CRIT",), one)
+    assert out["within"] is None and out["prompts"] == 2 and "same wrong-but-trusted share" in out["why"]
     # error 1 exactly where the share of wrong-but-trusted entries is 1/2: slope 2 over 24 prompts, 12 varying
     made = [prompt(f"q{i}", [f"w{i // 2 % 6}", f"r{i % 6}"] if i % 2 else [f"r{i % 6}"], not i % 2) for i in range(24)]
-    out = echo_stats.contamination(rows, made + [prompt("q0", ["w0"], False, "EP_LABEL")], ("EP_CRIT",))
-    assert (out["kappa"], out["prompts"], out["varying"], out["trusted_wrong"]) == (pytest.approx(2.0), 24, 12, 6)
+    out = echo_stats.contamination(rows, made + [prompt("q0", ["w0"], False, "EP_LABEL")], ("EP_CRIT",), one)
+    assert (out["within"], out["prompts"], out["varying"], out["trusted_wrong"]) == (pytest.approx(2.0), 24, 12, 6)
+    assert out["confounded"] == pytest.approx(2.0) and out["right"] == pytest.approx(2.0)
     assert out["why"] is None and out["low"] == pytest.approx(2.0) and out["high"] == pytest.approx(2.0)
 
 
@@ -121,9 +128,9 @@ def test_leniency_has_the_wilson_interval():
 def test_the_generators_truth_gives_its_own_rates(tmp_path, capsys):
     row = one_row(tables_json([pref_run(tmp_path / "runs", tmp_path / "data")], capsys))
     # gold: u1/x0 (A vs gold B, says B: U=0, r=0), u1/x1 (U=1, r=1), u2/y0 (U=0, r=0)
-    assert (row["leniency"], row["specificity"]) == (0.0, 0.0)
+    assert (row["contradiction"], row["specificity"]) == (0.0, 0.0)
     # the rule prefers A, B, B: x1 (U=0 by the rule, r=1) is lenient; x0 and y0 (U=1, r=0) harsh
-    assert (row["leniency_generator"], row["specificity_generator"]) == (100.0, 100.0)
+    assert (row["stored_right_generator"], row["specificity_generator"]) == (100.0, 100.0)
 
 
 def critic_run(root: Path, critic: str, verdicts: dict, correct: dict) -> Path:
@@ -161,10 +168,12 @@ def test_accuracy_next_to_the_gold_critic_run_and_zero_shot(tmp_path, capsys):
     assert (mine["vs_gold_critic"], mine["vs_zero_shot"]) == (-50.0, 0.0)
     assert rows[("gold", "EP_CRIT")]["vs_gold_critic"] == 0.0 and rows[("gold", "EP_CRIT")]["accuracy"] == 75.0
     echo_rows = {r["critic"]: r for r in data["echo"]}
-    assert echo_rows["self"]["leniency"] == 100.0 and echo_rows["gold"]["leniency"] == 0.0
+    assert echo_rows["self"]["leniency"] == 100.0 and echo_rows["gold"]["contradiction"] == 0.0
+    assert echo_rows["self"]["contradiction"] is None and echo_rows["gold"]["leniency"] is None
     assert echo_rows["self"]["believed_not_gold"] == 1  # a: it believes its wrong answer
     # EP_CRIT retrieved a and b in every prompt: share wrong 1/2 always, so no slope
-    assert echo_rows["self"]["kappa"] is None and echo_rows["self"]["kappa_prompts"] == 4
+    assert echo_rows["self"]["kappa_within"] is None and echo_rows["self"]["kappa_confounded"] is None
+    assert echo_rows["self"]["kappa_prompts"] == 4
 
 
 def test_a_critic_that_always_calls_the_answer_right_has_leniency_one(home, fake_llm, monkeypatch, capsys):
@@ -188,14 +197,15 @@ def test_a_critic_that_always_calls_the_answer_right_has_leniency_one(home, fake
     assert main(["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "8", "--k", "3", "--out",
                  str(gold), "--quiet"]) == 0
     capsys.readouterr()
-    assert one_row(tables_json([gold], capsys))["leniency"] == 0.0
+    assert one_row(tables_json([gold], capsys))["contradiction"] == 0.0
 
 
 def test_markdown_and_html_show_the_echo_tables(tmp_path, capsys):
     run = single_run(tmp_path)
     assert analysis_main(["tables", str(run)]) == 0
     out = capsys.readouterr().out
-    assert echo.ECHO_TITLE in out and echo.ACCURACY_TITLE in out and "| 50.0 | 15.0 | 85.0 | 20.0 | 0.82 | 2 |" in out
+    assert echo.ECHO_TITLE in out and echo.ACCURACY_TITLE in out
+    assert "| - | - | - | 50.0 | 15.0 | 85.0 | 20.0 | 0.82 | 2 |" in out  # no leniency: a gold critic contradicts
     page = tmp_path / "report.html"
     assert analysis_main(["report", str(run), "-o", str(page)]) == 0
     assert echo.ECHO_TITLE in page.read_text(encoding="utf-8")
@@ -227,15 +237,16 @@ def test_a_verifier_equal_to_the_truth_has_precision_one(tmp_path, capsys):
     row = eia_row([source, check], capsys)
     assert (row["checked"], row["flagged"], row["precision"]) == (9, 4, 100.0)
     assert row["corr_v_u"] == pytest.approx(1.0)
-    # nu = 0 everywhere: no correlation with b is defined
+    # nu = 0 everywhere: no correlation with b is defined, and the table says so
     assert row["corr_nu_b"] is None and row["verifier"] == "reorder"
+    assert row["corr_why"] == "undefined: nu = 0 for every entry"
 
 
 def test_a_verifier_that_copies_the_stored_verdict_echoes_it(tmp_path, capsys):
     source = single_run(tmp_path / "runs")
     check = verify_run(tmp_path / "runs" / "copy", source, {k: bool(r) for k, (_, r) in TRUTH.items()})
     row = eia_row([source, check], capsys)
-    assert row["corr_nu_b"] == pytest.approx(1.0)  # nu = r - U = b
+    assert row["corr_nu_b"] == pytest.approx(1.0) and row["corr_why"] is None  # nu = r - U = b
     # flagged: e1, e5 (U=0) and e6 (U=1): precision 2/3
     assert (row["flagged"], row["precision"]) == (3, pytest.approx(200 / 3))
 

@@ -56,7 +56,7 @@ def synthetic_stream(e0, kappa, leniency, s, steps=4000, shown=5, seed=0) -> dic
 def test_a_synthetic_loop_settles_at_the_attractor_the_table_predicts(e0, kappa, leniency, s):
     truth = online_loop.attractor(e0, kappa, leniency, s)
     row = online.summary(synthetic_stream(e0, kappa, leniency, s), None)
-    assert row["leniency"] == pytest.approx(leniency, abs=0.05) and row["s"] == pytest.approx(s, abs=0.03)
+    assert row["l"] == pytest.approx(leniency, abs=0.05) and row["s"] == pytest.approx(s, abs=0.03)
     assert row["e0"] == pytest.approx(e0, abs=0.05) and row["kappa"] == pytest.approx(kappa, abs=0.2)
     assert row["attractor"] == pytest.approx(truth, abs=0.04)  # predicted from the records
     assert row["corrupted"] == pytest.approx(truth, abs=0.04)  # reached by the loop

@@ -125,9 +125,10 @@ def test_mcr_gen_self_run_calls():
 
 # --- pref-gen ---------------------------------------------------------------------------------------------------
 
-def test_pref_gen_noisy_leniency_and_specificity(shipped_tables, shipped_audit):
-    """Leniency against the gold and against the generator's truth (meta.rule_prefers, read by the audit from
-    the shipped datasets/ folder, so it does not depend on the machine's data folder), and specificity."""
+def test_pref_gen_noisy_contradiction_and_specificity(shipped_tables, shipped_audit):
+    """Contradiction of the gold label shown (over the entries whose label was not flipped), the share of wrong
+    answers stored as right against the generator's truth (meta.rule_prefers, read by the audit from the shipped
+    datasets/ folder, so it does not depend on the machine's data folder), and specificity."""
     gold, noisy = echo_row(shipped_tables, "pref-gen", GOLD), echo_row(shipped_tables, "pref-gen", NOISY)
     generator = {}
     for critic in (GOLD, NOISY):
@@ -135,10 +136,14 @@ def test_pref_gen_noisy_leniency_and_specificity(shipped_tables, shipped_audit):
         assert all(e["rule_prefers"] in ("A", "B") for e in entries)
         truth = {(e["user"], str(e["item_id"])): {"rule_prefers": e["rule_prefers"]} for e in entries}
         generator[critic], _ = echo.generator_rates(entries, truth)
-    assert noisy["leniency"] > gold["leniency"] and noisy["specificity"] > gold["specificity"]
-    quoted = (f"leniency rises from {pct(gold['leniency'])} to {pct(noisy['leniency'])} "
-              f"({pct(generator[GOLD])} to {pct(generator[NOISY])} against the generator's truth) and specificity "
-              f"from {zero(gold['specificity'])} to {pct(noisy['specificity'])}")
+    assert [generator[c] for c in (GOLD, NOISY)] == [echo_row(shipped_tables, "pref-gen", c)["stored_right_generator"]
+                                                     for c in (GOLD, NOISY)]
+    assert abs(noisy["contradiction"] - gold["contradiction"]) < 1 and noisy["specificity"] > gold["specificity"]
+    quoted = (f"the critic contradicts the gold label it is shown as often as before (contradiction "
+              f"{pct(gold['contradiction'])} with the gold critic, {pct(noisy['contradiction'])} over the wrong "
+              "answers whose label was not flipped), while the flipped labels raise the share of wrong answers stored as "
+              f"right against the generator's truth from {pct(generator[GOLD])} to {pct(generator[NOISY])} and "
+              f"specificity from {zero(gold['specificity'])} to {pct(noisy['specificity'])}")
     assert quoted in readme(), quoted
 
 
@@ -211,7 +216,10 @@ def test_pref_gen_reorder_verifier(shipped_tables):
     assert pct(row["precision"]) == pct(100 * run["u0"] / run["entries"])  # the base rate
     quoted = (f"`critique verify ... --verifier reorder` on the self run flags all {row['flagged']} entries")
     assert row["flagged"] == row["checked"] and quoted in readme(), quoted
-    quoted = f"Its precision is then the base rate ({pct(row['precision'])}) and Corr(nu, b) = {row['corr_nu_b']:g}"
+    assert row["corr_nu_b"] is None and row["corr_v_u"] is None
+    quoted = (f"Its precision is then the base rate ({pct(row['precision'])}) and Corr(nu, b) is undefined "
+              f"({row['corr_why'].removeprefix('undefined: ')}: with both constant the 1 it would print says nothing "
+              "of the verifier)")
     assert quoted in readme(), quoted
 
 
@@ -252,15 +260,16 @@ def test_the_random_arms_repeat_the_verifier_arm(dataset, mode):
 
 # --- mcr-gen ----------------------------------------------------------------------------------------------------
 
-def test_mcr_gen_noisy_leniency_and_specificity(shipped_tables, shipped_audit):
+def test_mcr_gen_noisy_contradiction_and_specificity(shipped_tables, shipped_audit):
     gold, noisy = echo_row(shipped_tables, "mcr-gen", GOLD), echo_row(shipped_tables, "mcr-gen", NOISY)
     entries = audit_entries(shipped_audit, "mcr-gen", NOISY)
     right = [e for e in entries if e["U"] == 1]
     assert {e["id"] for e in right if e["r"] == 0} == {e["id"] for e in right if e["label_flipped"]}
-    quoted = (f"with `noisy:0.2` leniency goes from {pct(gold['leniency'])} (Wilson {LEVEL:.0%} interval "
-              f"{pct(gold['leniency_low'])} to {pct(gold['leniency_high'])}) to {pct(noisy['leniency'])} and "
-              f"specificity from {zero(gold['specificity'])} to {pct(noisy['specificity'])} (right answers whose "
-              "label was flipped stored as wrong)")
+    quoted = (f"with `noisy:0.2` contradiction goes from {pct(gold['contradiction'])} (Wilson {LEVEL:.0%} interval "
+              f"{pct(gold['contradiction_low'])} to {pct(gold['contradiction_high'])}) to "
+              f"{pct(noisy['contradiction'])} of the wrong answers whose label was not flipped and specificity from "
+              f"{zero(gold['specificity'])} to {pct(noisy['specificity'])} (right answers whose label was flipped "
+              "stored as wrong)")
     assert quoted in readme(), quoted
 
 
@@ -312,7 +321,8 @@ def test_mcr_gen_reorder_verifier_and_deinflation(shipped_tables):
     assert len(demoted) == 1
     demoted = demoted.pop()
     quoted = (f"The reorder verifier flags all {verifier['flagged']} entries there too (precision "
-              f"{pct(verifier['precision'])}, the base rate of wrong answers; Corr(nu, b) = {verifier['corr_nu_b']:g}), "
+              f"{pct(verifier['precision'])}, the base rate of wrong answers; Corr(nu, b) undefined, "
+              f"{verifier['corr_why'].removeprefix('undefined: ')}), "
               f"and `critique deinflate --mode drop --control random:2` removes all {demoted} (again no control is "
               f"possible: each random arm removes the same {demoted}, and the table says so): EP_CRIT and EP+SEM_CRIT "
               f"stay at {stays.pop()}")
@@ -326,12 +336,14 @@ def test_mcr_gen_gold_echo_gap_rests_on_one_entry(shipped_tables, shipped_audit)
     lenient = [e for e in audit_entries(shipped_audit, "mcr-gen", GOLD) if e["U"] == 0 and e["b"] == 1]
     assert len(lenient) == 1 == row["lenient_reused"]
     assert row["corr_low"] is None and row["corr_why"].startswith("no interval")
-    assert row["kappa_low"] is None and row["kappa_why"].startswith("no interval")
-    quoted = (f"on mcr-gen the gold critic's Corr(b, n | U=0) = {row['corr_b_n_u0']:.2f} rests on its one lenient "
-              f"entry (reused in {lenient[0]['n']} prompts), so the Echo table gives no interval (`lenient_reused` "
-              f"{row['lenient_reused']}, `corr_why` says why), and its contamination slope kappa = "
-              f"{row['kappa']:.3f} over {row['kappa_prompts']} prompts rests on the {row['kappa_varying']} whose share "
-              f"of wrong-but-trusted entries varies (`kappa_varying` {row['kappa_varying']}, no interval)")
+    assert row["kappa_within_low"] is None and row["kappa_why"].startswith("no interval")
+    quoted = (f"on mcr-gen the gold critic's Corr(b, n | U=0) = {row['corr_b_n_u0']:.2f} rests on its one "
+              f"wrong-but-trusted entry (reused in {lenient[0]['n']} prompts), so the Echo table gives no interval "
+              f"(`lenient_reused` {row['lenient_reused']}, `corr_why` says why), and its contamination slope within "
+              f"the zero_shot strata, {row['kappa_within']:.3f} over {row['kappa_prompts']} prompts, rests on the "
+              f"{row['kappa_varying']} whose share of wrong-but-trusted entries varies within their stratum "
+              f"(`kappa_varying` {row['kappa_varying']}, no interval; pooled over the strata, confounded, "
+              f"{row['kappa_confounded']:.3f})")
     assert quoted in readme(), quoted
 
 
@@ -339,8 +351,21 @@ def test_pref_gen_gold_echo_gap(shipped_tables):
     row = echo_row(shipped_tables, "pref-gen", GOLD)
     quoted = (f"on pref-gen the gold critic's {row['lenient_reused']} reused wrong-but-trusted entries give "
               f"Corr(b, n | U=0) = {row['corr_b_n_u0']:.2f} [{row['corr_low']:.2f}, {row['corr_high']:.2f}] and "
-              f"kappa = {row['kappa']:.3f} [{row['kappa_low']:.2f}, {row['kappa_high']:.2f}] "
-              f"({row['kappa_varying']} of {row['kappa_prompts']} prompts vary)")
+              f"kappa within the strata = {row['kappa_within']:.3f} [{row['kappa_within_low']:.2f}, "
+              f"{row['kappa_within_high']:.2f}] ({row['kappa_varying']} of {row['kappa_prompts']} prompts vary; "
+              f"{row['kappa_zero_shot_right']:.3f} where zero_shot was right, {row['kappa_zero_shot_wrong']:.3f} where "
+              f"it was wrong, {row['kappa_confounded']:.3f} pooled)")
+    assert quoted in readme(), quoted
+
+
+def test_the_positive_controls_pooled_slope_is_difficulty(shipped_tables):
+    row = one(shipped_tables["echo"], model="local/smollm2", dataset="control-pos")
+    assert {p["answer"] for p in logs.predictions(LOGS / "control-pos__local_smollm2", ("test",))} == {"1"}
+    within = {row[k] for k in ("kappa_within", "kappa_zero_shot_right", "kappa_zero_shot_wrong")}
+    assert len(within) == 1
+    quoted = (f"on the positive control, where every answer is \"1\", the pooled slope is "
+              f"{row['kappa_confounded']:.3f} and the slope within each stratum {within.pop():.3f}: the pooled figure "
+              "is the questions' difficulty, not contamination")
     assert quoted in readme(), quoted
 
 
@@ -361,7 +386,7 @@ def test_the_echo_interval_rules_are_the_analysis_constants():
     quoted = (f"a {LEVEL:.0%} percentile bootstrap interval ({BOOTSTRAP:,} resamples, seed {SEED}) with the share of "
               f"resamples where it is undefined, given only when at least {MIN_CARRIERS} such entries and "
               f"{MIN_CARRIERS} U=0 entries with b=0 carry it and at most {MAX_UNDEFINED:.0%} of resamples are "
-              f"undefined (`corr_why` says why not), leniency's {LEVEL:.0%} Wilson interval")
+              f"undefined (`corr_why` says why not), each rate's {LEVEL:.0%} Wilson interval")
     assert quoted in readme(), quoted
     kappa = (f"an interval over resampled test questions only when at least {MIN_CARRIERS} wrong-but-trusted "
              f"entries carry it and at least {MIN_VARYING} prompts vary (`kappa_why` says why not)")

@@ -109,5 +109,6 @@ def test_the_controls_paired_tests_on_the_model_that_learns(shipped_inference):
     for (dataset, strategy), r in found.items():
         control = "positive" if dataset == "control-pos" else "negative"
         line = (f"| {control} | {strategy} | zero_shot | {r['diff']:+.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] | "
-                f"{r['discordant_wins']} / {r['discordant_losses']} | {r['p_mcnemar']:.3g} | {r['p_holm']:.3g} |")
+                f"{r['discordant_wins']} / {r['discordant_losses']} | {r['p_mcnemar']:.3g} | {r['p_holm']:.3g} | "
+                f"{r['mde']:.1f} |")
         assert line in readme(), line

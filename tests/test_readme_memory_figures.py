@@ -32,15 +32,18 @@ def test_the_audited_runs_use_the_papers_prompts_and_the_gold_critic(shipped_aud
     assert "On the shipped logs (`critique audit logs --data datasets`): with the paper's prompts" in readme()
 
 
-def mcr_gen_leniency_sentence(audit: dict) -> str:
-    """mcr-gen's gold critic is hardly lenient: the wrong initial answers (U = 0) with a known verdict whose
-    critique stores them as right (r = 1), and the critiques that do not assert the gold (`assertion_mismatch`),
-    split into those asserting another option (`asserts_other_than_gold`) and those naming none (e.g. "True")."""
+def mcr_gen_contradiction_sentence(audit: dict) -> str:
+    """mcr-gen's gold critic hardly contradicts the gold label it is shown: the wrong initial answers (U = 0) with
+    a known verdict whose critique stores them as right (r = 1), and the critiques that do not assert the gold
+    (`assertion_mismatch`), split into those asserting another option (`asserts_other_than_gold`) and those
+    naming none (e.g. "True")."""
     s, entries = audit["summary"], audit["entries"]
     stored_right = sum(e["U"] == 0 and e["r"] == 1 for e in entries)
-    assert stored_right == round(s["leniency"] * s["u0_verdict_known"])
+    assert s["leniency"] is None and s["contradiction_entries"] == s["u0_verdict_known"]  # shown the gold label
+    assert stored_right == round(s["contradiction"] * s["u0_verdict_known"])
     assert s["entries"] == len(entries)
-    return (f"hardly lenient ({stored_right} of the {s['u0_verdict_known']} wrong initial answers with a known "
+    return (f"hardly contradicts the label it is shown ({stored_right} of the {s['u0_verdict_known']} wrong "
+            f"initial answers with a known "
             f"verdict stored as right; {_not_the_gold(s)})")
 
 
@@ -51,22 +54,23 @@ def _not_the_gold(s: dict) -> str:
             f"{'asserts' if other == 1 else 'assert'} another option, {none} name none")
 
 
-def test_the_mcr_gen_critic_is_hardly_lenient(shipped_audit):
-    assert mcr_gen_leniency_sentence(audit_of(shipped_audit, "mcr-gen")) in readme()
+def test_the_mcr_gen_critic_hardly_contradicts_the_label(shipped_audit):
+    assert mcr_gen_contradiction_sentence(audit_of(shipped_audit, "mcr-gen")) in readme()
 
 
-def pref_gen_leniency_sentence(audit: dict) -> str:
-    """pref-gen's gold critic is lenient: leniency P(r = 1 | U = 0) with its 95% Wilson interval, to two
-    decimals, over the wrong answers with a known verdict; the critiques that do not assert the gold, as for
-    mcr-gen."""
+def pref_gen_contradiction_sentence(audit: dict) -> str:
+    """pref-gen's gold critic often contradicts the gold label it is shown: P(r = 1 | U = 0) over the entries
+    shown the gold label with its 95% Wilson interval, to two decimals, over the wrong answers with a known
+    verdict; the critiques that do not assert the gold, as for mcr-gen."""
     s = audit["summary"]
-    return (f"while pref-gen's is (leniency {s['leniency']:.2f} [{s['leniency_low']:.2f}, "
-            f"{s['leniency_high']:.2f}] over the {s['u0_verdict_known']} wrong answers with a known verdict; "
+    return (f"while pref-gen's often does (contradiction {s['contradiction']:.2f} [{s['contradiction_low']:.2f}, "
+            f"{s['contradiction_high']:.2f}] over the {s['contradiction_entries']} wrong answers with a known "
+            "verdict; "
             f"{_not_the_gold(s)})")
 
 
-def test_the_pref_gen_critic_is_lenient(shipped_audit):
-    assert pref_gen_leniency_sentence(audit_of(shipped_audit, "pref-gen")) in readme()
+def test_the_pref_gen_critic_often_contradicts_the_label(shipped_audit):
+    assert pref_gen_contradiction_sentence(audit_of(shipped_audit, "pref-gen")) in readme()
 
 
 def failures_sentence(audit: dict) -> str:
@@ -75,8 +79,10 @@ def failures_sentence(audit: dict) -> str:
     f = audit["failures"]
     assert Path(f["partner"]).name == "mcr-gen__local_smollm2__suggestibility"
     assert f["unclassified"] == 0 and f["retrieval"] + f["usage"] == f["wrong"]
+    assert "states its gold label" in f["note"]
     return (f"Of mcr-gen's {f['wrong']} wrong EP_CRIT answers, {f['retrieval']} are retrieval failures (the "
-            f"truthful critique of that item fixes it) and {f['usage']} usage failures")
+            f"truthful critique of that item, which states its gold label, fixes it) and {f['usage']} usage "
+            "failures")
 
 
 def test_the_retrieval_and_usage_failures(shipped_audit):

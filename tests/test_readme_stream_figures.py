@@ -13,7 +13,7 @@ ARMS = (("memory off", "none", "empty", None), ("frozen train memory", "none", "
         ("online gold", "gold", "train", None), ("online self", "self", "train", None),
         ("self, de-inflated", "self", "train", "reorder"), ("its random control", "self", "train", "random"))
 ONLINE = ARMS[2:4]  # the write-back loops the README tabulates
-LOOP = ("written", "leniency", "leniency_low", "leniency_high", "s", "trusted_wrong", "kappa", "kappa_within",
+LOOP = ("written", "l", "l_low", "l_high", "s", "trusted_wrong", "kappa", "kappa_within", "slope_low", "slope_high",
         "attractor", "corrupted")
 
 
@@ -35,16 +35,18 @@ def arms_table(rows: list[dict]) -> str:
 
 
 def loop_table(rows: list[dict]) -> str:
-    """The README's table of the write-back loop of the online arms."""
-    lines = ["| dataset | arm | notes | leniency [95%] | s | shown trusted but wrong | kappa | kappa within "
-             "| predicted attractor | reached |", "|---" * 10 + "|"]
+    """The README's table of the write-back loop of the online arms: "a test?" is no where the table's
+    attractor_why says the prediction is no test."""
+    lines = ["| dataset | arm | notes | l [95%] | s | shown trusted but wrong | kappa (pooled) | kappa within [95%] "
+             "| predicted attractor | reached | a test? |", "|---" * 11 + "|"]
     for dataset in DATASETS:
         for name, feedback, start, _ in ONLINE:
             r = _row(rows, dataset, feedback, start)
             f = {k: cell(k, r[k], formats=FRACTIONS) for k in LOOP}
-            lines.append(f"| {dataset} | {name} | {f['written']} | {f['leniency']} [{f['leniency_low']}, "
-                         f"{f['leniency_high']}] | {f['s']} | {f['trusted_wrong']} | {f['kappa']} | "
-                         f"{f['kappa_within']} | {f['attractor']} | {f['corrupted']} |")
+            test = "no" if (r["attractor_why"] or "").startswith("no test") else "yes"
+            lines.append(f"| {dataset} | {name} | {f['written']} | {f['l']} [{f['l_low']}, {f['l_high']}] | "
+                         f"{f['s']} | {f['trusted_wrong']} | {f['kappa']} | {f['kappa_within']} "
+                         f"[{f['slope_low']}, {f['slope_high']}] | {f['attractor']} | {f['corrupted']} | {test} |")
     return "\n".join(lines)
 
 
@@ -84,16 +86,21 @@ def test_what_comes_out(shipped_tables):
     assert quoted in readme(), quoted
 
 
-def test_the_loop_settles_where_the_attractor_says(shipped_tables):
+def test_the_prediction_is_no_test_of_the_loop(shipped_tables):
+    """Every online arm's slope within the strata holds 0, so the table says its prediction is no test, and the
+    README says what agreeing by construction means instead of calling the attractor confirmed."""
     rows = shipped_tables["stream"]
+    online = [_row(rows, d, f, s) for d in DATASETS for _, f, s, _ in ONLINE]
+    assert all(r["attractor_why"].startswith("no test: the slope's interval") for r in online)
+    assert "in none of these streams is the prediction a test" in readme()
     mcr, pref = (_row(rows, d, "self", "train") for d in ("mcr-gen", "pref-gen"))
-    assert mcr["leniency"] == pref["leniency"] == mcr["s"] == pref["s"] == 1.0  # every answer stored as right
-    quoted = (f"({mcr['attractor']:.3f} predicted, {mcr['corrupted']:.3f} reached on mcr-gen; "
-              f"{pref['attractor']:.3f} and {pref['corrupted']:.3f} on pref-gen)")
+    assert mcr["l"] == pref["l"] == mcr["s"] == pref["s"] == 1.0  # every answer stored as right
+    quoted = (f"({mcr['attractor']:.3f} predicted, {mcr['corrupted']:.3f} reached on mcr-gen's self arm; "
+              f"{pref['attractor']:.3f} and {pref['corrupted']:.3f} on pref-gen's)")
     assert quoted in readme(), quoted
     gold = _row(rows, "pref-gen", "gold", "train")
-    quoted = (f"pref-gen's gold critic is lenient too ({gold['leniency']:.3f}) and its bank reached "
-              f"{gold['corrupted']:.3f} against a predicted {gold['attractor']:.3f}")
+    quoted = (f"pref-gen's gold critic contradicts the gold label it is shown on {gold['l']:.3f} of the wrong "
+              f"answers, and its bank reached {gold['corrupted']:.3f} against a predicted {gold['attractor']:.3f}")
     assert quoted in readme(), quoted
     gold = _row(rows, "mcr-gen", "gold", "train")
     quoted = (f"The pooled slope on mcr-gen ({gold['kappa']:.3f}) is the questions' difficulty, not contamination: "

@@ -20,7 +20,7 @@ WORDS = {0: "zero", 1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "si
 # The columns of the README's quote of the paired table (the printed one has condition, errors, flagged and
 # direction_agrees too).
 PAIRED_COLUMNS = ["model", "dataset", "strategy", "baseline", "n", "acc_strategy", "acc_baseline", "diff", "ci_low",
-                  "ci_high", "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm"]
+                  "ci_high", "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm", "mde"]
 
 
 def _gold_rows(table: list[dict], dataset: str) -> dict:
@@ -184,7 +184,8 @@ def test_the_pref_gen_gain_of_ep_sem_crit(shipped_inference):
     significant = row["p_mcnemar"] < 0.05 or row["p_holm"] < 0.05
     side = "over" if row["diff"] > 0 else "under"
     assert f"On pref-gen EP+SEM_CRIT is {abs(row['diff']):.1f} points {side} zero_shot, " \
-           f"{'significant' if significant else 'not significant'} (p = {row['p_mcnemar']:.2g})." in readme()
+           f"{'significant' if significant else 'not significant'} (p = {row['p_mcnemar']:.2g}; the test had 80% " \
+           f"power for a difference of {row['mde']:.1f} points or more)." in readme()
 
 
 def test_the_suggestibility_probe(shipped_tables):

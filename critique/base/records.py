@@ -24,7 +24,9 @@ def _shared(what: str) -> tuple[Field, ...]:
               "recritique), summary, test, probe_predict, probe_critique, probe, predict (learner), credit, "
               "credit_null, credit_prune, stream (a stream's answers), stream_critique (its feedback); a field "
               "method's offline stage (critique.engine.field): ace_generate, ace_reflect, ace_curate, dc_generate, "
-              "dc_curate, expel_attempt, expel_reflect, expel_insight", analysis=True),
+              "dc_curate, expel_attempt, expel_reflect, expel_insight, dspy_compile; a budgeted critique strategy's "
+              "train stage (EP_CRIT:budget, ...): budget_train_predict, budget_critique, budget_recritique, "
+              "budget_summary", analysis=True),
         Field("strategy", "string|null", "test: the strategy (zero_shot, EP_LABEL, EP_CRIT, SEM_CRIT, EP+SEM_CRIT); "
               "probe: truth, lying or repeat-N; credit: full or without:ENTRY_ID; credit_null: null; credit_prune: "
               "STRATEGY|RULE; stream: EP_CRIT; a field method's offline stage: the method (ace, dc, ...); null in the "

@@ -25,6 +25,9 @@ def known_strategies() -> tuple[str, ...]:
 
 BASELINES = (ZERO_SHOT, EP_LABEL)
 CRITIQUE_STRATEGIES = (EP_CRIT, SEM_CRIT, EP_SEM_CRIT)
+# A critique strategy's budgeted variant (``EP+SEM_CRIT:budget``; critique.engine.field.budgeted): its train stage
+# limited by --train-budget as the field's methods' offline stages are, so that all compare at one cost.
+BUDGETED = ":budget"
 BEST = EP_SEM_CRIT
 
 # Critique fields shown in EP examples: both, the rationale, the reflection (the first is the default).

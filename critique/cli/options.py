@@ -53,8 +53,10 @@ RUN_OPTIONS = (
     ("--train-budget", "train_budget", {"type": int, "metavar": "TOKENS",
                                         "help": "each memory method's own offline stage (ace, dc, expel, dspy:*) "
                                                 "stops once it has spent this many tokens, prompt and completion "
-                                                "(default: no limit); the critique strategies' train stage is not "
-                                                "limited"}),
+                                                "(default: no limit), and so does the train stage of each budgeted "
+                                                "critique strategy (EP_CRIT:budget, SEM_CRIT:budget, "
+                                                "EP+SEM_CRIT:budget), which needs it; the shared train stage of "
+                                                "EP_CRIT, SEM_CRIT and EP+SEM_CRIT is not limited"}),
     ("--price", "price", {"metavar": "IN,OUT", "help": "dollars per million prompt and completion tokens (default: "
                           "litellm's price table; the embedded model costs nothing)"}),
     ("--max-cost", "max_cost", {"type": float, "metavar": "USD", "help": "make no call that could take the dollars "

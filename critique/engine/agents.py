@@ -13,7 +13,7 @@ from critique.engine import parsing, prompts
 from critique.datasets.splits import Item
 from critique.llm.client import LLMResult
 from critique.llm.loglikelihood import CONTENT_FREE, reply_text
-from critique.base.vocab import EP_LABEL
+from critique.base.vocab import EP_LABEL, TRAIN, ZERO_SHOT
 from critique.engine.strategies import STRATEGIES
 
 NO_ANSWER = "(no valid answer)"
@@ -90,6 +90,34 @@ def answer_record(result: LLMResult, item: Item, answer_space: list[str], *seed:
         and parsed.answer == item.answer
     return {"answer": parsed.answer, "gold": item.answer, "correct": correct, "parse_failed": parsed.parse_failed,
             "timeout": result.timeout, "error": result.error}
+
+
+def unsent(outcome: dict) -> dict:
+    """The outcome of a prompt that did not fit the context (no reply): no answer, wrong when there is a gold
+    label, not a parse failure."""
+    return {**outcome, "answer": None, "correct": None if outcome.get("correct") is None else False,
+            "parse_failed": False, "timeout": False, "error": None}
+
+
+def critiqued_answer(outcome: dict | None) -> str | None:
+    """The answer a critique is of, from an initial answer's outcome (or its prediction record): None when there
+    is none (no outcome, a failed call, a reply that did not parse, a prompt that did not fit)."""
+    if outcome is None or outcome["parse_failed"] or outcome.get("error"):
+        return None
+    return outcome["answer"]
+
+
+def initial_answer(result: LLMResult, item: Item, answer_space: list[str]) -> str | None:
+    """The answer a critique is of, from the reply to an initial answer's request (the train stage's:
+    ``initial_prompt``), as the train stage's prediction record gives it."""
+    outcome = answer_record(result, item, answer_space, TRAIN)
+    return critiqued_answer(unsent(outcome) if result.context_overflow else outcome)
+
+
+def initial_prompt(task, item: Item, answer_space: list[str]) -> Prompt:
+    """The train stage's initial answer request: zero_shot's prompt (whatever part of a critique the run's
+    examples show)."""
+    return performance_prompt(STRATEGIES[ZERO_SHOT].template, task, item, answer_space, [], None, "full")
 
 
 def critic_prompt(task: str, item: Item, initial_answer: str | None, gold: str) -> Prompt:

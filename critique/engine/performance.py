@@ -20,10 +20,11 @@ from critique.engine.memory.episodic import Retrieved, pool_of
 from critique.engine.strategies import STRATEGIES
 
 
-def empty_pool(run, user: str | None) -> bool:
-    """No critique of the user's pool entered memory (none parsed, or --on-mismatch drop left none out): its
-    critique strategies have nothing to show and answer with the memory-free prompt, zero_shot's."""
-    return run.memory is not None and run.memory.size(user) == 0 and pool_of(user) not in run.semantic
+def empty_pool(episodic, semantic: dict, user: str | None) -> bool:
+    """No critique of the user's pool entered memory (``episodic``, ``semantic``: none parsed, or --on-mismatch
+    drop left none out): its critique strategies have nothing to show and answer with the memory-free prompt,
+    zero_shot's."""
+    return episodic is not None and episodic.size(user) == 0 and pool_of(user) not in semantic
 
 
 def in_order(config, examples: list[dict]) -> list[dict]:
@@ -31,21 +32,26 @@ def in_order(config, examples: list[dict]) -> list[dict]:
     return list(reversed(examples)) if config.example_order == "nearest-last" else list(examples)
 
 
-def performance_prompt(run, name: str, item: Item, vector, exclude: str | None = None):
+def performance_prompt(run, name: str, item: Item, vector, exclude: str | None = None, episodic=None,
+                       semantic: dict | None = None):
     """(prompt, entries) of strategy `name` for `item` (whose question encodes to `vector`) in the
     pipeline.Run `run`, never showing the entry `exclude`; None when the strategy needs the semantic
     memory of the item's pool and there is none. The entries are a ``Retrieved``: a list, nearest
     first, with ``scores`` (each one's similarity to the question) and ``injected_tokens`` (the
     tokens their examples add to the prompt: the prompt's tokens less those of the same template
     without examples, counted with the model's tokenizer, each prompt once; None when the run neither
-    gates nor budgets its examples: they are not counted then)."""
+    gates nor budgets its examples: they are not counted then). The memory shown is the run's critique
+    memory, or ``episodic`` (an EpisodicMemory) and ``semantic`` (pool -> its semantic record) when given
+    (a budgeted critique strategy's: critique.engine.field.budgeted)."""
     strategy = STRATEGIES[name]
-    if name != EP_LABEL and (strategy.episodic or strategy.semantic) and empty_pool(run, item.user):
+    episodic = run.memory if episodic is None else episodic
+    semantic = run.semantic if semantic is None else semantic
+    if name != EP_LABEL and (strategy.episodic or strategy.semantic) and empty_pool(episodic, semantic, item.user):
         return agents.performance_prompt(STRATEGIES[ZERO_SHOT].template, run.task, item, run.space, [], None,
                                          run.config.parts), Retrieved()
     advice = None
     if strategy.semantic:
-        advice = (run.semantic.get(pool_of(item.user)) or {}).get("advice")
+        advice = (semantic.get(pool_of(item.user)) or {}).get("advice")
         if not advice:
             return None
 
@@ -66,7 +72,7 @@ def performance_prompt(run, name: str, item: Item, vector, exclude: str | None =
     def added(shown: list[dict]) -> int:  # the tokens the examples `shown` add to the prompt
         return tokens(shown) - tokens([])
 
-    pool = run.label_memory() if name == EP_LABEL else run.memory
+    pool = run.label_memory() if name == EP_LABEL else episodic
     examples = selection.choose(run.config, pool, vector, item.user, exclude, added)
     if not examples and selection.silent_when_empty(run.config):
         return render(STRATEGIES[SEM_CRIT if strategy.semantic else ZERO_SHOT].template, []), examples

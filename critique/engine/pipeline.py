@@ -158,8 +158,7 @@ class Run(RunDirectory):
                 return old
         outcome = judge(result, item) if judge else agents.answer_record(result, item, self.space, *seed)
         if result.context_overflow:  # no reply: no answer, wrong (when there is a gold label), not a parse failure
-            outcome = {**outcome, "answer": None, "correct": None if outcome.get("correct") is None else False,
-                       "parse_failed": False, "timeout": False, "error": None}
+            outcome = agents.unsent(outcome)
         outcome = {**outcome, "context_overflow": result.context_overflow}
         fields = extra(outcome) if callable(extra) else extra
         if from_reply is not None:
@@ -204,14 +203,10 @@ class Run(RunDirectory):
         await self.each(todo, self._initial, "initial predictions")
 
     async def _initial(self, item: Item) -> None:
-        prompt = agents.performance_prompt("performance_zero_shot.j2", self.task, item, self.space, [], None, "full")
-        await self.answer("train_predict", None, item, prompt, seed=("train_predict",))
+        await self.answer(TRAIN, None, item, agents.initial_prompt(self.task, item, self.space), seed=(TRAIN,))
 
     def initial_answer(self, item: Item) -> str | None:
-        record = self.predictions.get(pkey("train_predict", None, item.user, item.id))
-        if record is None or record["parse_failed"] or record.get("error"):
-            return None
-        return record["answer"]
+        return agents.critiqued_answer(self.predictions.get(pkey(TRAIN, None, item.user, item.id)))
 
     async def critiques(self) -> None:
         """Episodic memory from the critique stage (critique.engine.memory.critic: the strict assertion
@@ -257,29 +252,39 @@ class Run(RunDirectory):
         pools: dict[str, list[dict]] = {}
         for entry in self.memory.entries:
             pools.setdefault(pool_of(entry["user"]), []).append(entry)
-        window = self.llm.context_window
-        budget = context.summary_budget(window, self.config.max_tokens) if window else None
-        cite = self.config.advice_sources == "cited"
-        schema = parsing.CITED_SUMMARY_SCHEMA if cite else parsing.SUMMARY_SCHEMA
-        template = "summary_cited.j2" if cite else "summary.j2"
 
         async def one(pool: str) -> None:
             user = None if pool == "all" else pool
 
             async def call(prompt: agents.Prompt, level: int, chunk: int) -> LLMResult:
-                return await self.call("summary", None, None, user, prompt, schema, "summary",
+                return await self.call(SUMMARY, None, None, user, prompt, self.summary_schema(), "summary",
                                        extra={"summary_level": level, "summary_chunk": chunk})
 
-            done = await semantic.Distiller(self.task, call, self.llm.count_tokens, budget, cite).distil(pools[pool])
-            self.semantic[pool] = records.make(
-                "semantic", advice=parsing.advice_text([line["text"] for line in done.lines]), lines=done.lines,
-                source_ids=[e["id"] for e in pools[pool]], model=self.config.model,
-                template_hash=prompts.template_hash(template, self.config.prompts), timeout=done.timeout,
-                error=done.error, run_id=self.run_id, request_hash=done.request_hash, context_tokens=window,
-                tree=[[node.record() for node in level] for level in done.tree])
+            self.semantic[pool] = self.semantic_record(await self.distiller(call).distil(pools[pool]), pools[pool])
 
         await self.each(sorted(pools), one, "semantic memory")
         semantic.save(self.out / rundir.MEMORY, dict(sorted(self.semantic.items())))
+
+    def distiller(self, call) -> semantic.Distiller:
+        """The summary's distiller for the run's context window and --advice-sources, each of its calls
+        ``call(prompt, level, chunk)``."""
+        window = self.llm.context_window
+        budget = context.summary_budget(window, self.config.max_tokens) if window else None
+        return semantic.Distiller(self.task, call, self.llm.count_tokens, budget, self.config.advice_sources == "cited")
+
+    def summary_schema(self) -> dict:
+        """The JSON schema of a summary's reply (its advice lines, with their sources under --advice-sources cited)."""
+        return parsing.CITED_SUMMARY_SCHEMA if self.config.advice_sources == "cited" else parsing.SUMMARY_SCHEMA
+
+    def semantic_record(self, done: semantic.Outcome, entries: list[dict]) -> dict:
+        """A pool's semantic memory: the advice the summary of its critiques ``entries`` gave (``done``)."""
+        template = "summary_cited.j2" if self.config.advice_sources == "cited" else "summary.j2"
+        return records.make(
+            "semantic", advice=parsing.advice_text([line["text"] for line in done.lines]), lines=done.lines,
+            source_ids=[e["id"] for e in entries], model=self.config.model,
+            template_hash=prompts.template_hash(template, self.config.prompts), timeout=done.timeout,
+            error=done.error, run_id=self.run_id, request_hash=done.request_hash,
+            context_tokens=self.llm.context_window, tree=[[node.record() for node in level] for level in done.tree])
 
     # ---- test stage -----------------------------------------------------------------
     async def test_stage(self, policy: Policy = SHARED) -> None:

@@ -6,10 +6,18 @@ any other; and the tokens they spend are counted against ``--train-budget``.
 A stage replays deterministically: every request depends only on the replies before it, so a rerun (after a
 kill, or of a finished run) finds each request in the log and makes no call until it reaches the first one
 that is not there. Where the stage stops, and why, is what the method's memory records: the budget was spent,
-or a call failed (a rerun retries it, and goes on from there)."""
+or a call failed (a rerun retries it, and goes on from there).
+
+No stage passes its budget by more than one call: each call is asked only while the tokens spent before it are
+under the budget, and a stage with a budget asks one call at a time (calls it sends at once wait their turn,
+each checked against what the ones before it spent), so only its last call can cross the budget. A stage may
+keep part of its budget back for its last calls (``reserve``: a budgeted critique strategy's summary, critique
+.engine.field.budgeted): the calls before are asked only while the spent tokens and the reserve are under the
+budget, and the calls it was kept for (``from_reserve``) are asked from it after the others have stopped."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from critique.engine import parsing, prompts
@@ -48,19 +56,33 @@ class Offline:
     stopped: str | None = None  # BUDGET, or the error of the call that failed
     skipped: list[str] = field(default_factory=list)  # steps whose reply could not be read (kept going without)
     asked: dict = field(default_factory=dict)  # the request hashes of its calls, in order (a dict: ordered, unique)
+    # a budgeted stage's calls, one at a time (each checked against what the calls before it spent)
+    turn: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False, compare=False)
 
     async def ask(self, stage: str, item, prompt: Prompt, schema: dict, schema_name: str,
-                  temperature: float | None = None) -> LLMResult | None:
+                  temperature: float | None = None, extra: dict | None = None, reserve: int = 0,
+                  from_reserve: bool = False) -> LLMResult | None:
         """One call of the stage (``item``: the train item it is about, or None; ``temperature``: the request's
-        own, default the run's), or None when the stage has stopped: its budget is spent, or a call before it
-        failed. A failed call stops the stage here."""
-        if self.stopped is not None:
+        own, default the run's; ``extra``: more fields of its call record), or None when the stage has stopped:
+        its budget is spent (with ``reserve`` tokens kept back for its last calls), or a call before it failed. A
+        failed call stops the stage here. ``from_reserve``: one of the calls the reserve was kept for, asked
+        whatever was spent (but never after a failed call)."""
+        if self.budget is None:
+            return await self._ask(stage, item, prompt, schema, schema_name, temperature, extra, 0, from_reserve)
+        async with self.turn:  # each call checked against every call before it, ended and counted
+            return await self._ask(stage, item, prompt, schema, schema_name, temperature, extra, reserve,
+                                   from_reserve)
+
+    async def _ask(self, stage: str, item, prompt: Prompt, schema: dict, schema_name: str,
+                   temperature: float | None, extra: dict | None, reserve: int,
+                   from_reserve: bool) -> LLMResult | None:
+        if self.failed or (self.stopped is not None and not from_reserve):
             return None
-        if self.budget is not None and self.spent >= self.budget:
+        if not from_reserve and self.budget is not None and self.spent + reserve >= self.budget:
             self.stopped = BUDGET
             return None
         result = await self.run.call(stage, self.name, getattr(item, "id", None), getattr(item, "user", None),
-                                     prompt, schema, schema_name, Policy(temperature=temperature))
+                                     prompt, schema, schema_name, Policy(temperature=temperature), extra)
         if result.request_hash not in self.asked:  # the same request again is answered from the log
             self.asked[result.request_hash] = None
             self.calls += 1

@@ -124,13 +124,22 @@ def _entry(run, item, answer, prompt, kept: dict, seen: dict, **more) -> dict:
         "verdict": None, "believed": None, **more})
 
 
-async def self_critique(run, item, seen: dict, answer: str | None, stage: str = "critique") -> dict | None:
+def train_stage_ask(run, item):
+    """``ask`` of a critique as the train stage asks it: the run's step, no strategy."""
+    async def ask(stage: str, prompt: agents.Prompt, schema: dict, name: str):
+        return await run.call(stage, None, item.id, item.user, prompt, schema, name)
+
+    return ask
+
+
+async def self_critique(run, item, seen: dict, answer: str | None, stage: str = "critique",
+                        ask=None) -> dict | None:
     """A critique of ``answer`` without a label: the entry (its verdict and believed answer), or None when none
-    parsed."""
+    parsed (``ask``: as critique_item's)."""
     prompt = self_prompt(run.task, item, answer, run.space)
-    result = await run.call(stage, None, item.id, item.user, prompt, parsing.self_critique_schema(run.space),
-                            "critique")
-    judged = parsing.parse_self_critique(result.text, run.space) if result.error is None else None
+    result = await (ask or train_stage_ask(run, item))(stage, prompt, parsing.self_critique_schema(run.space),
+                                                    "critique")
+    judged = parsing.parse_self_critique(result.text, run.space) if result and result.error is None else None
     if judged is None:
         return None
     critique, verdict, believed = judged
@@ -139,27 +148,34 @@ async def self_critique(run, item, seen: dict, answer: str | None, stage: str = 
     return _entry(run, item, answer, prompt, kept, seen, verdict=verdict, believed=believed)
 
 
-async def critique_item(run, item, seen: dict | None = None, answer=INITIAL,
-                        stage: str = "critique") -> tuple[dict | None, bool]:
+async def critique_item(run, item, seen: dict | None = None, answer=INITIAL, stage: str = "critique",
+                        ask=None) -> tuple[dict | None, bool]:
     """(the item's entry, or None when no critique parsed; whether it enters memory). ``seen``: what the
     critic is shown of the label (``shown_labels``; default: the gold label); ``answer``: the answer critiqued
-    (default: the item's initial answer); ``stage``: the stage of the critique's call record."""
+    (default: the item's initial answer); ``stage``: the stage of the critique's call record; ``ask(stage,
+    prompt, schema, name)``: each of its calls (default: the run's step, as the train stage asks it), None when
+    the stage asking has stopped (then no critique)."""
     seen = seen or {"label": item.answer, "flipped": False}
     answer = run.initial_answer(item) if answer is INITIAL else answer
+    ask = ask or train_stage_ask(run, item)
     if seen["label"] is None:
-        entry = await self_critique(run, item, seen, answer, stage)
+        entry = await self_critique(run, item, seen, answer, stage, ask)
         return entry, entry is not None
     label = seen["label"]
     prompt = agents.critic_prompt(run.task, item, answer, label)
-    result = await run.call(stage, None, item.id, item.user, prompt, parsing.CRITIQUE_SCHEMA, "critique")
+    result = await ask(stage, prompt, parsing.CRITIQUE_SCHEMA, "critique")
+    if result is None:  # the stage asking has stopped
+        return None, False
     first = _part(result, run.space, label)
     if first["critique"] is None:
         return None, False
     kept, extra = first, {}
     if first["assertion_mismatch"] and run.config.on_mismatch == RECRITIQUE:
         again = retry_prompt(run.task, prompt, result.text, label, first["asserted"], run.space)
-        second = _part(await run.call(RECRITIQUE, None, item.id, item.user, again, parsing.CRITIQUE_SCHEMA,
-                                      "critique"), run.space, label)
+        retried = await ask(RECRITIQUE, again, parsing.CRITIQUE_SCHEMA, "critique")
+        if retried is None:  # the stage asking stopped before the item's critique was done
+            return None, False
+        second = _part(retried, run.space, label)
         agreed = second["critique"] is not None and not second["assertion_mismatch"]
         kept = second if agreed else first
         extra = {"recritique": {"first": first, "second": second, "kept": "second" if agreed else "first"}}

@@ -157,6 +157,20 @@ class Distiller:
                            f"even with its texts left out")
         return _cut(entry, low), True
 
+    def cost(self, entries: list[dict], reply: int) -> int:
+        """At most the tokens ``distil(entries)`` spends when no reply holds more than ``reply`` tokens: each
+        level-0 chunk's prompt and reply, and fewer merges than chunks (a merge takes two lists or more), each
+        at most the budget and a reply; 0 for no entries, or when a critique fits no prompt (no call is made)."""
+        if not entries:
+            return 0
+        try:
+            shown = [self.fitted(entry)[0] for entry in entries] if self.budget is not None else list(entries)
+        except TooSmall:
+            return 0
+        chunks = self.pack(shown, self._chunk_prompt)
+        merges = (len(chunks) - 1) * ((self.budget or 0) + reply)
+        return sum(self.count(self._chunk_prompt(chunk)) + reply for chunk in chunks) + merges
+
     # ---- calls -------------------------------------------------------------------------------
     async def _ask(self, node: Node, prompt: agents.Prompt, refs: list[list[str]]) -> None:
         """One summary or merge call for ``node``; ``refs``: the source ids each number of the prompt stands for

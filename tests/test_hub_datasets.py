@@ -182,3 +182,13 @@ def test_an_unchanged_source_is_read_from_its_folder_however_it_is_named(tmp_pat
                                                  "digest": hub.files_digest(tmp_path / "r.parquet")}
     monkeypatch.setattr(hub, "load_splits", lambda source: pytest.fail(f"{source} imported again"))
     assert resolve(f"hf:{tmp_path / 'r.parquet'}", tmp_path / "data").checksum == first.checksum
+
+
+def test_datasets_list_shows_the_imported_datasets_with_their_source(tmp_path, capsys):
+    reviews().to_parquet(str(tmp_path / "r.parquet"))
+    source = f"hf:{tmp_path / 'r.parquet'}"
+    resolve(source, tmp_path / "data")  # imported on first use by --dataset
+    assert main(["datasets", "list", "--out", str(tmp_path / "data")]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    row = rows["hf-r.parquet"]
+    assert " yes " in row and f"(imported from {source}; use --dataset {source})" in row

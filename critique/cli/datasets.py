@@ -21,7 +21,7 @@ def register(sub) -> None:
     build.add_argument("--out", help="data folder (default: $CRITIQUE_DATA_DIR or ~/.cache/critique/datasets)")
     build.add_argument("--seed", type=int, default=0)
     build.set_defaults(func=_build)
-    listing = actions.add_parser("list", help="known datasets and whether they are built")
+    listing = actions.add_parser("list", help="known datasets, whether they are built, and the imported ones")
     listing.add_argument("--out", help="data folder")
     listing.set_defaults(func=_list)
     download = actions.add_parser("download", help="fetch a dataset's raw upstream files (NAME or all)")
@@ -124,7 +124,28 @@ def _list(args) -> int:
         built = (folder / CARD).exists()
         size = sizes(folder) if built else ("generated on first use" if spec.generated else "-")
         print(f"{name:16s} {spec.task:38s} {'/'.join(spec.answer_space):9s} {'yes' if built else 'no':6s} {size}")
+    for folder in imports(data_dir(args.out)):
+        card = json.loads((folder / CARD).read_text(encoding="utf-8"))
+        answers = "/".join(card.get("answer_space") or [])
+        print(f"{folder.name:16s} {_cut(card.get('task') or '', 38):38s} {_cut(answers, 9):9s} {'yes':6s} "
+              f"{sizes(folder)}  (imported from {card.get('source') or 'an unknown source'}; use --dataset "
+              f"{card.get('source') or folder.name})")
     return 0
+
+
+def imports(folder: Path) -> list[Path]:
+    """The dataset folders under the data folder ``folder`` that `critique datasets import` (or a --dataset hf:
+    source on first use) wrote: those with a card that no registered dataset owns."""
+    from critique.datasets.registry import REGISTRY
+    from critique.datasets.splits import CARD
+
+    if not folder.is_dir():
+        return []
+    return sorted(f for f in folder.iterdir() if f.name not in REGISTRY and (f / CARD).is_file())
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _import(args) -> int:

@@ -4,6 +4,7 @@ memory."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from critique.base.command import set_command
@@ -12,11 +13,11 @@ from critique.base.errors import RunError, UserError
 
 def build_parser() -> argparse.ArgumentParser:
     from critique.analysis import cli as analysis
-    from critique.cli import ablate, credit, datasets, deinflate, probe, run, stream, study, verify
+    from critique.cli import ablate, credit, datasets, deinflate, memory, probe, run, stream, study, verify
 
     parser = argparse.ArgumentParser(prog="critique", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (run, datasets, probe, ablate, study, credit, verify, deinflate, stream, analysis):
+    for command in (run, datasets, probe, ablate, study, credit, verify, deinflate, stream, memory, analysis):
         command.register(sub)
     return parser
 
@@ -54,4 +55,8 @@ if __name__ == "__main__":
 
 
 def main_exit() -> None:
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the reader went away (`critique ... | head`): what it read is all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush does not fail too
+        sys.exit(1)

@@ -53,17 +53,6 @@ def register(sub) -> None:
                    help="similarity: the K nearest notes (default); verdict: among the nearest "
                         f"{stream.RANK_DEPTH}K, those stored as right first, then by confidence")
     p.set_defaults(func=main)
-    register_memory(sub)
-
-
-def register_memory(sub) -> None:
-    """`critique memory history RUN NOTE`."""
-    memory = sub.add_parser("memory", help="read a run's notes")
-    kinds = memory.add_subparsers(dest="memory", required=True)
-    history = kinds.add_parser("history", help="every version of one note of a stream, oldest first")
-    history.add_argument("run", metavar="RUN_DIR")
-    history.add_argument("note", metavar="NOTE", help="the note's id (memory/notes.jsonl: note)")
-    history.set_defaults(func=history_main)
 
 
 def main(args) -> int:
@@ -124,24 +113,3 @@ def _one(args, config, probe: dict) -> tuple[Path, bool]:
                              progress=not args.quiet)
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
     return out, outcome.errors is None
-
-
-def history_main(args) -> int:
-    import json
-
-    from critique.base.errors import UserError
-    from critique.base.rundir import MEMORY, read_jsonl
-    from critique.engine.memory.notes import FILE
-
-    path = Path(args.run) / MEMORY / FILE
-    if not path.exists():
-        raise UserError(f"{path}: no notes (only a stream writes them: critique stream)")
-    versions = [v for v in read_jsonl(path) if v["note"] == args.note]
-    if not versions:
-        raise UserError(f"{path}: no note {args.note!r}")
-    for v in versions:
-        entry = v["entry"]
-        print(json.dumps({"version": v["version"], "replaces": v["replaces"], "status": v["status"], "step": v["step"],
-                          "feedback": v["feedback"], "confidence": v["confidence"], "sources": v["sources"],
-                          "asserted": entry.get("asserted"), "verdict": v["verdict"], "why": v["why"]}))
-    return 0

@@ -20,7 +20,7 @@ KEY = "methods"
 TITLE = "The field's methods beside ours: accuracy, offline cost, break-even and paired tests (same run, same items)"
 AGAINST = (vocab.EP_SEM_CRIT, vocab.ZERO_SHOT)
 COLUMNS = ["model", "dataset", "method", "accuracy", "n", "errors", "timeouts", "notes", "memory", "offline_calls",
-           "offline_tokens", "offline_dollars", "train_budget", "stopped", "tokens_per_question",
+           "offline_tokens", "offline_dollars", "train_budget", "stopped", "total_tokens_per_question",
            "dollars_per_question", "break_even", "against", "diff", "wins", "losses", "timeout_losses", "p", "p_holm",
            "mde"]
 NOTE = ("method: a field method of the run (memory/METHOD.json), or a critique strategy of the same run (its "
@@ -33,10 +33,11 @@ NOTE = ("method: a field method of the run (memory/METHOD.json), or a critique s
         "offline_calls, offline_tokens: its offline stage's calls and their prompt + completion "
         "tokens (each distinct request once); train_budget: --train-budget (each pool's share when a preference "
         "dataset has several); stopped: the pools whose stage the budget stopped, or where a call failed "
-        "(a rerun retries it); tokens_per_question: prompt + completion tokens per answered test question; "
+        "(a rerun retries it); total_tokens_per_question: prompt + completion tokens per answered test question "
+        "(Table 1's tokens_per_question counts completion tokens only); "
         "offline_dollars, dollars_per_question: the same tokens at the run's price (its manifest's; '-' where no "
         "price is known); "
-        "break_even: offline tokens / (EP_LABEL's tokens per question - the method's), the test questions after "
+        "break_even: offline tokens / (EP_LABEL's total tokens per question - the method's), the test questions after "
         "which it has cost less than EP_LABEL ('never' when it costs more per question; '-' without EP_LABEL in the "
         "run; where its memory is empty, a placeholder or its starting program, a saving is a shorter prompt's, "
         "not a memory's); against: the strategy of the same run it is compared with, diff: accuracy - theirs in "
@@ -85,7 +86,8 @@ def _rows(meta: dict, problems: list[str]) -> list[dict]:
     for name, cost in costs.items():
         mine = answers[name]
         head = {"model": model_label(meta), "dataset": meta["dataset"], "method": name, **cost, **_accuracy(mine),
-                "tokens_per_question": _per_question(mine), "dollars_per_question": _dollars_per_question(mine, price),
+                "total_tokens_per_question": _per_question(mine),
+                "dollars_per_question": _dollars_per_question(mine, price),
                 "break_even": _break_even(cost["offline_tokens"], mine, answers.get(vocab.EP_LABEL))}
         against = [other for other in AGAINST if other in answers and other != name]
         rows += [{**head, **_paired(mine, answers[other]), "against": other} for other in against]

@@ -9,7 +9,8 @@ from critique.analysis.read import settings_text
 from critique.analysis.tables import Result, Table
 
 FORMATS = {
-    "tokens_per_question": ",.0f", "offline_tokens": ",.0f", "saving_per_query": ",.0f", "break_even": ",.0f",
+    "tokens_per_question": ",.0f", "total_tokens_per_question": ",.0f", "offline_tokens": ",.0f",
+    "saving_per_query": ",.0f", "break_even": ",.0f",
     "init_tokens": ",.0f", "critique_tokens": ",.0f", "summary_tokens": ",.0f", "total": ",.0f",
     "prompt_tokens_per_question": ",.0f", "init_prompt_tokens": ",.0f", "critique_prompt_tokens": ",.0f",
     "summary_prompt_tokens": ",.0f", "prompt_total": ",.0f", "offline_total_tokens": ",.0f",

@@ -296,9 +296,13 @@ def user_summary(cells: Cells) -> list[dict]:
     return flagged(sort_strategies(rows, ["model", "dataset"]))
 
 
+NO_PER_USER = ("no test-stage answer on a preference dataset (dataset.kind == 'preference') among the run "
+               "directories; a stream's answers are in the stream table")
+
+
 def table10(cells: Cells) -> Table:
     if not cells.per_user:
-        return skip("table10", "no preference dataset among the run directories (dataset.kind == 'preference')")
+        return skip("table10", NO_PER_USER)
     rows = flagged(sort_strategies(cells.per_user, ["dataset", "model"]))
     columns = ["model", "dataset", "strategy", "user", "accuracy", "n", "errors", "flagged"]
     view_columns, view_rows, users = per_user_view(rows, user_summary(cells))
@@ -310,7 +314,7 @@ def table10(cells: Cells) -> Table:
 
 def table11(cells: Cells) -> Table:
     if not cells.per_user:
-        return skip("table11", "no preference dataset among the run directories (dataset.kind == 'preference')")
+        return skip("table11", NO_PER_USER)
     columns = ["model", "dataset", "strategy", "users", "mean", "sd", "min", "max", "errors", "flagged"]
     return Table("table11", TITLES["table11"], columns, records(user_summary(cells), columns),
                  note="sd: population SD over users, as in the paper; errors: predictions that ended in an error "

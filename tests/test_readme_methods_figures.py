@@ -31,7 +31,7 @@ def methods_table(rows: list[dict]) -> str:
     """The README's comparison: per dataset and method, accuracy, its timeouts, what its memory holds, offline
     tokens and where the budget stopped it, tokens per test question, break-even against EP_LABEL, and the paired
     tests (Holm) against EP+SEM_CRIT and zero_shot."""
-    lines = ["| dataset | method | accuracy % | timeouts | memory | offline tokens | stopped | tokens / question "
+    lines = ["| dataset | method | accuracy % | timeouts | memory | offline tokens | stopped | prompt + completion tokens / question "
              "| break-even | vs EP+SEM_CRIT: points (wins/losses, p Holm) | vs zero_shot |", "|---" * 11 + "|"]
     for dataset in DATASETS:
         for method in METHODS:
@@ -42,7 +42,7 @@ def methods_table(rows: list[dict]) -> str:
             lines.append(f"| {dataset} | {method} | {cell('accuracy', r['accuracy'])} | "
                          f"{cell('timeouts', r['timeouts'])} | {cell('memory', r['memory'])} | "
                          f"{cell('offline_tokens', r['offline_tokens'])} | {cell('stopped', r['stopped'])} | "
-                         f"{cell('tokens_per_question', r['tokens_per_question'])} | "
+                         f"{cell('total_tokens_per_question', r['total_tokens_per_question'])} | "
                          f"{cell('break_even', r['break_even'])} | {_against(by, 'EP+SEM_CRIT')} | "
                          f"{_against(by, 'zero_shot')} |")
     return "\n".join(lines)

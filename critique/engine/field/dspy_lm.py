@@ -19,6 +19,9 @@ from critique.engine.agents import Prompt
 STAGE = "dspy_compile"  # the stage of every call an optimizer makes
 
 
+STOPPED = "the offline stage stopped"  # how a StageStopped begins
+
+
 class StageStopped(Exception):
     """The offline stage stopped (its budget was spent, or a call failed): DSPy's optimizer gets no reply."""
 
@@ -41,9 +44,9 @@ class RunEngine:
         prompt = Prompt(self.template, self.template_hash, _messages(request))
         result = await self.offline.ask(STAGE, None, prompt, schema, name, temperature=request.config.temperature)
         if result is None or result.error is not None:
-            raise StageStopped(f"the offline stage stopped: {self.offline.stopped}")
+            raise StageStopped(f"{STOPPED}: {self.offline.stopped}")
         if result.context_overflow:
-            raise StageStopped("the prompt did not fit the model's context")
+            raise StageStopped(f"{STOPPED}: the prompt did not fit the model's context")
         return Response(id=None, model=request.model, message=Message.assistant([TextPart(result.text or "")]),
                         finish_reason="stop", usage=Usage(input_tokens=result.prompt_tokens,
                                                           output_tokens=result.completion_tokens,

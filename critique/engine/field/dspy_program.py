@@ -65,5 +65,36 @@ def quiet_optimizers() -> None:
     its outcome in the method's memory file."""
     import logging
 
-    for name in ("dspy", "optuna", "gepa"):
+    for name in OPTIMIZER_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
+    for handler in _handlers():
+        if not any(isinstance(f, OwnStops) for f in handler.filters):
+            handler.addFilter(OwnStops())
+
+
+OPTIMIZER_LOGGERS = ("dspy", "optuna", "gepa")
+
+
+def _handlers() -> list:
+    """The handlers an optimizer's log records reach: those of its loggers, of the root logger, and logging's last
+    resort (used when there is none)."""
+    import logging
+
+    found = [h for name in (*OPTIMIZER_LOGGERS, None) for h in logging.getLogger(name).handlers]
+    return found + ([logging.lastResort] if logging.lastResort is not None else [])
+
+
+class OwnStops:
+    """A logging filter, on the handlers, that drops DSPy's errors about the run's own stops (dspy_lm.StageStopped:
+    the budget was spent, a prompt did not fit): a normal end of the offline stage, which the method's memory file
+    records, not an error. Other errors still reach the terminal."""
+
+    def filter(self, record) -> bool:
+        return not _own_stop(record)
+
+
+def _own_stop(record) -> bool:
+    from critique.engine.field.dspy_lm import STOPPED, StageStopped
+
+    cause = record.exc_info[1] if record.exc_info else None
+    return isinstance(cause, StageStopped) or STOPPED in record.getMessage()

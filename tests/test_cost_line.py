@@ -40,3 +40,20 @@ def test_run_and_verify_say_their_cost_in_the_same_shape(home, fake_llm, capsys)
     fake_llm.CALLS.clear()
     assert main(["verify", str(source), "--verifier", "reorder", "--quiet"]) == 0
     assert said(capsys.readouterr().err, home / "self__verify-reorder") == len(fake_llm.CALLS) == 6
+
+
+def test_a_finished_run_announces_no_call_and_a_resumed_one_only_what_is_left(home, fake_llm, capsys):
+    out = home / "done"
+    assert run(out, "--no-cache") == 0
+    capsys.readouterr()
+    made = len(fake_llm.CALLS)
+    assert run(out, "--no-cache") == 0
+    assert said(capsys.readouterr().err, out) == 0 and len(fake_llm.CALLS) == made
+
+
+def test_the_offline_stages_of_memory_methods_are_named_with_their_bound(home, fake_llm, capsys):
+    out = home / "field"
+    assert run(out, "--strategies", "zero_shot,ace,dc", "--train-budget", "3000", "--no-cache") == 0
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("critique: cost: at most")]
+    assert "not counted: the offline stages of ace, dc, whose calls depend on their replies (each at most " \
+           "--train-budget 3,000 tokens and one call" in line

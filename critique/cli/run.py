@@ -45,14 +45,31 @@ def say_cost(run) -> None:
 
     train, test = run.dataset.train, run.dataset.test
     stages = needed_stages(run.config)
+    logged = [r for r in run.logged.values() if not r.get("error")]
     initial = sum(pkey("train_predict", None, item.user, item.id) not in run.predictions
                   for item in train) if TRAIN in stages else 0
-    critiques = len(train) if CRITIQUE in stages else 0
+    critiqued = {(r.get("user"), r.get("item_id")) for r in logged if r.get("stage") == CRITIQUE}
+    critiques = sum((item.user, item.id) not in critiqued for item in train) if CRITIQUE in stages else 0
     answers = sum(pkey("test", name, item.user, item.id) not in run.predictions
                   for name in run.config.strategies for item in test)
-    pools = len({item.user for item in train}) if SUMMARY in stages else 0
+    summarised = {r.get("user") for r in logged if r.get("stage") == SUMMARY}
+    pools = len({item.user for item in train} - summarised) if SUMMARY in stages else 0
     more = f" + up to {critiques} recritiques" if run.config.on_mismatch == RECRITIQUE and critiques else ""
     calls = initial + critiques + pools + answers
     print_cost(calls, f"{initial} initial answers + {critiques} critiques{more} + {pools} summar"
                       f"{'y' if pools == 1 else 'ies'} + {answers} test answers; more summaries when a pool's "
-                      "critiques are summarised in chunks", run.out, dollars=dollars(run, calls))
+                      f"critiques are summarised in chunks{_offline_part(run)}", run.out, dollars=dollars(run, calls))
+
+
+def _offline_part(run) -> str:
+    """What the cost line says of the offline stages of the run's memory methods (critique.engine.field), whose
+    calls depend on their replies and are not counted: by what they are bounded."""
+    from critique.engine.methods import learns, method
+
+    own = [name for name in run.config.strategies if learns(method(name))]
+    if not own:
+        return ""
+    bound = (f"each at most --train-budget {run.config.train_budget:,} tokens and one call"
+             if run.config.train_budget is not None else "unbounded without --train-budget")
+    return (f"; not counted: the offline stages of {', '.join(own)}, whose calls depend on their replies ({bound}; "
+            "those already logged are not made again)")

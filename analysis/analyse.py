@@ -81,6 +81,9 @@ def analyse(args) -> Analysis:
         raise _user_error("no readable run directory among the inputs: " + "; ".join(errors or logs.problems))
     cells = cells_mod.from_logs(logs)
     result = tables.build(cells)
+    from critique.analysis import answers
+
+    problems.extend(answers.warnings(answers.rows(cells)))  # a strategy that gave one answer to all
     from critique.analysis import echo
 
     result.tables.extend(echo.tables(logs.runs, cells, problems))  # per run: its memory and predictions

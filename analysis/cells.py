@@ -53,6 +53,8 @@ class Cells:
     # (model as shown, dataset) -> {"model": the model's own name, "settings": ...}: what a shown
     # model with its variant stands for (analysis.read.label_variants); empty for CSV input
     labels: dict = field(default_factory=dict)
+    # per test cell (model, dataset, strategy): its answer space and its confusion counts per user (analysis.answers)
+    confusion: list[dict] = field(default_factory=list)
 
 
 def name_key(value) -> tuple:
@@ -277,6 +279,14 @@ def _mismatch(logs: Logs) -> list[dict]:
     return sorted(rows, key=lambda r: (name_key(r["model"]), name_key(r["dataset"])))
 
 
+def _confusion(accuracy: Groups, logs: Logs) -> list[dict]:
+    """Per test cell, sorted: its answer space and user -> (gold, answer) -> records (analysis.tally.ANSWERS)."""
+    spaces = {(model_label(m), m["dataset"]): m.get("answer_space") or [] for m in logs.runs if plain(m)}
+    return [{"model": key[0], "dataset": key[1], "strategy": key[2], "space": spaces.get(key[:2], []),
+             "users": {user: counts[tally.ANSWERS] for user, counts in accuracy[key].items()}}
+            for key in sorted(accuracy, key=key_order)]
+
+
 def from_logs(logs: Logs) -> Cells:
     accuracy, train, per_user, suggestibility = {}, {}, {}, {}
     offline: dict = {}
@@ -324,4 +334,5 @@ def from_logs(logs: Logs) -> Cells:
         labels={(model_label(m), m["dataset"]): {"model": m["model"], "settings": m["settings"]} for m in logs.runs
                 if m["probe"] is None and m["ablation"] is None},
         mismatch=_mismatch(logs),
+        confusion=_confusion(accuracy, logs),
     )

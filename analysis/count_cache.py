@@ -103,8 +103,11 @@ def _prune(folder: Path) -> None:
 
 
 def _listed(tally: list) -> list:
-    return [*tally[:-1], [[label, n] for label, n in tally[-1].items()]]
+    """A tally as JSON holds it: its counts per gold label, and per (gold label, answer), as lists."""
+    return [*tally[:-2], [[label, n] for label, n in tally[-2].items()],
+            [[gold, answer, n] for (gold, answer), n in tally[-1].items()]]
 
 
 def _tally(listed: list) -> list:
-    return [*listed[:-1], {label: n for label, n in listed[-1]}]
+    return [*listed[:-2], {label: n for label, n in listed[-2]},
+            {(gold, answer): n for gold, answer, n in listed[-1]}]

@@ -25,7 +25,7 @@ from critique.base.config import IDENTITY, manifest_value
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
                      "completion_tokens", "reasoning_tokens", "error", "gold",
-                     "context_overflow", "delivered", "prompt_tokens")  # the order analysis.tally reads
+                     "context_overflow", "delivered", "prompt_tokens", "answer")  # the order analysis.tally reads
 # What an experiment is, besides its model, dataset, probe and ablation: the run settings that
 # make a run directory one run (critique.base.config.IDENTITY), the data and the prompt templates.
 CONFIG_SETTINGS = tuple(k for k in IDENTITY if k != "model")  # from the manifest's config
@@ -94,6 +94,7 @@ def run_meta(path: Path, manifest: dict) -> dict:
         "model": str(config["model"]),
         "dataset": str(dataset["name"]),
         "kind": dataset.get("kind") or "single",
+        "answer_space": [tally.label(a) for a in dataset.get("answer_space") or []],  # analysis.answers' labels
         "n_test": dataset.get("n_test") if isinstance(dataset.get("n_test"), int) else None,
         "probe": probe.get("name"),
         # the probe's other arguments (a consistency probe's repeats and split) tell probes apart
@@ -104,8 +105,7 @@ def run_meta(path: Path, manifest: dict) -> dict:
         "ablation_value": json.dumps(value) if isinstance(value, (list, dict)) else value,
         "reasoning_declared": bool(config.get("reasoning_model")),
         "status": manifest.get("status"),
-        "started": str(manifest.get("started") or ""),
-        "log_version": manifest.get("log_version"),
+        "started": str(manifest.get("started") or ""), "log_version": manifest.get("log_version"),
         "templates": templates,
         "settings": settings,  # what else defines the experiment (SETTINGS)
         "local_model": local if isinstance(local, dict) else None,  # the embedded model's weights and bounds

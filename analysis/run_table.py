@@ -7,28 +7,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.analysis import cells, logs, tally
+from critique.analysis import answers, cells, logs, tally
 from critique.analysis.load import load
 from critique.analysis.read import PREDICTION_FIELDS
 from critique.analysis.tabular import strategy_order
 from critique.base.vocab import STRATEGIES, ZERO_SHOT
 
-COLUMNS = ("strategy", "n", "accuracy", "timeout_rate", "overflow_rate", "parse_fail_rate", "errors",
+COLUMNS = ("strategy", "n", "accuracy", "macro_f1", "timeout_rate", "overflow_rate", "parse_fail_rate", "errors",
            "tokens_per_question")
 
 
 def rows(run_dir: Path, found_logs=None) -> list[dict]:
-    """One row per strategy of the run's test stage (COLUMNS), in the study's order."""
+    """One row per strategy of the run's test stage (COLUMNS; with `answers`: its row of analysis.answers, None
+    without a gold label), in the study's order."""
     found = cells.from_logs(found_logs or load([str(run_dir)], workers=1))
     tokens = {r["strategy"]: r["tokens_per_question"] for r in found.tokens}
     by_strategy = {r["strategy"]: r for r in found.accuracy}
-    return [{**{c: by_strategy[s].get(c) for c in COLUMNS}, "tokens_per_question": tokens.get(s)}
+    answered = {r["strategy"]: r for r in answers.rows(found)}
+    return [{**{c: by_strategy[s].get(c) for c in COLUMNS}, "tokens_per_question": tokens.get(s),
+             "macro_f1": (answered.get(s) or {}).get("macro_f1"), "answers": answered.get(s)}
             for s in strategy_order(by_strategy)]
 
 
 def from_records(predictions: list[dict]) -> list[dict]:
-    """Table 1's cells per test strategy (COLUMNS, and the timeouts counted) of one run's prediction records,
-    counted as the tables count them (analysis.tally: the latest record of each item)."""
+    """Table 1's cells per test strategy (COLUMNS but macro_f1, and the timeouts counted) of one run's
+    prediction records, counted as the tables count them (analysis.tally: the latest record of each item)."""
     items = tally.latest_per_item([tuple(p.get(f) for f in PREDICTION_FIELDS) for p in predictions])
     return cells.strategy_cells(tally.predictions(items))
 
@@ -42,16 +45,21 @@ def print_table(run_dir: Path) -> None:
     manifest = logs.manifest(run_dir)
     print(f"\n{manifest['dataset']['name']} x {manifest['config']['model']}  (test items: "
           f"{manifest['dataset']['n_test']}; rates per user, then their mean, on preference data)\n")
-    print("| strategy | n | accuracy % | timeouts % | context overflows % | parse failures % | errors | "
-          "tokens/question |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| strategy | n | accuracy % | macro-F1 % | timeouts % | context overflows % | parse failures % | "
+          "errors | tokens/question |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     found = load([str(run_dir)], workers=1)
     table = rows(run_dir, found)
     for r in table:
-        print(f"| {r['strategy']} | {r['n']} | {_shown(r['accuracy'])} | {_shown(r['timeout_rate'])} "
-              f"| {_shown(r['overflow_rate'])} | {_shown(r['parse_fail_rate'])} | {r['errors']} "
-              f"| {_shown(r['tokens_per_question'])} |")
+        print(f"| {r['strategy']} | {r['n']} | {_shown(r['accuracy'])} | {_shown(r['macro_f1'])} "
+              f"| {_shown(r['timeout_rate'])} | {_shown(r['overflow_rate'])} | {_shown(r['parse_fail_rate'])} "
+              f"| {r['errors']} | {_shown(r['tokens_per_question'])} |")
     print()
+    one_answer = answers.warnings([r["answers"] for r in table if r["answers"]], where=False)
+    for line in one_answer:
+        print(f"critique: warning: {line}")
+    if one_answer:
+        print()
     if len(table) > 1 and any(r["strategy"] == ZERO_SHOT for r in table):
         for line in against_zero_shot(found):
             print(line)

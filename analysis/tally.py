@@ -11,8 +11,9 @@ above 0, OVERFLOWS counts the prompts that did not fit the model's context (not 
 wrong, like a timeout; absent in older logs), CHECKED / DELIVERED / DELIVERED_CORRECT count a
 probe's critiques whose delivery was checked, those that argued the label they were told to, and
 the right answers among those, WITH_PROMPT / PROMPT_TOKENS count the answered records that report
-their prompt (input) tokens and sum them, and GOLD counts the records per gold label (the
-majority-class baseline).
+their prompt (input) tokens and sum them, GOLD counts the records per gold label (the
+majority-class baseline), and ANSWERS counts the records per (gold label, answer given) with a gold
+label: the confusion counts (analysis.answers; the answer None where none counts, see `given`).
 """
 
 from __future__ import annotations
@@ -20,20 +21,21 @@ from __future__ import annotations
 import math
 
 (RECORDS, CORRECT, TIMEOUT, PARSE_FAILED, ERRORS, OVERFLOWS, ANSWERED, WITH_TOKENS, TOKENS, CHECKED, DELIVERED,
- DELIVERED_CORRECT, WITH_PROMPT, PROMPT_TOKENS, REASONING, GOLD) = range(16)
+ DELIVERED_CORRECT, WITH_PROMPT, PROMPT_TOKENS, REASONING, GOLD, ANSWERS) = range(17)
 
 
 def new() -> list:
-    return [0] * REASONING + [False, {}]
+    return [0] * REASONING + [False, {}, {}]
 
 
 def add(into: list, tally: list) -> None:
     for i in range(REASONING):
         into[i] += tally[i]
     into[REASONING] = into[REASONING] or tally[REASONING]
-    gold = into[GOLD]
-    for label, count in tally[GOLD].items():
-        gold[label] = gold.get(label, 0) + count
+    for slot in (GOLD, ANSWERS):
+        counts = into[slot]
+        for key, count in tally[slot].items():
+            counts[key] = counts.get(key, 0) + count
 
 
 def label(value):
@@ -83,7 +85,8 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
     tallies: dict[tuple, list] = {}
     get = tallies.get
     for (stage, strategy, user, _), row in items.items():
-        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error, gold, overflow, delivered, prompt = row
+        _, _, _, _, correct, timeout, parse_failed, tokens, reasoning, error, gold, overflow, delivered, prompt, \
+            answer = row
         key = (stage, strategy, user)
         tally = get(key)
         if tally is None:
@@ -103,7 +106,17 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
             gold = label(gold)
             counts = tally[GOLD]
             counts[gold] = counts.get(gold, 0) + 1
+            pair = (gold, given(answer, timeout, parse_failed, error, overflow))
+            tally[ANSWERS][pair] = tally[ANSWERS].get(pair, 0) + 1
     return tallies
+
+
+def given(answer, timeout, parse_failed, error, overflow):
+    """The answer a record gave, as the confusion counts read it: None where a missing answer counts wrong (a
+    timeout, a parse failure, whose answer is a seeded wrong option, an error, a prompt that did not fit)."""
+    if timed_out(timeout) or parse_failed is True or not (error is None or error == "") or overflow is True:
+        return None
+    return label(answer)
 
 
 def timed_out(timeout) -> bool:

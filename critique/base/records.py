@@ -86,7 +86,8 @@ CALL = (
 
 PREDICTION = (
     *_shared("prediction"),
-    Field("answer", "string|null", "the parsed answer (a failed parse gets a seeded wrong option); null when none"),
+    Field("answer", "string|null", "the parsed answer (a failed parse gets a seeded wrong option); null when none",
+          analysis=True),
     Field("gold", "string|null", "the true label; null for the learner (unlabelled items)", analysis=True),
     Field("correct", "boolean|null", "answer == gold and the call answered in time; null for the learner",
           analysis=True),

@@ -47,7 +47,8 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     from critique.engine.memory.embed import Encoder
     from critique.engine.pipeline import Run
     from critique.base.paths import cache_dir, check_cache_location
-    from critique.llm.client import LLM, check_model, llm_config
+    from critique.llm.client import LLM, llm_config
+    from critique.llm.model_check import check_model
     from critique.llm.spend import Spend, logged_cost
 
     dataset = resolve(config.dataset, config.data_dir).limited(config.limit)

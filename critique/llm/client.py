@@ -117,32 +117,6 @@ class LLMResult:
         return self.finish_reason == "length"
 
 
-def check_model(config: LLMConfig) -> None:
-    """Raise ValueError for a model litellm cannot route, or a hosted model without its key."""
-    import litellm
-
-    from critique.llm import local as local_llm
-
-    provider = config.model.split("/", 1)[0]
-    if config.answer_by != "generate" and provider != local_llm.PROVIDER:
-        raise ValueError(f"--answer-by {config.answer_by} scores each option with the model's own log-probabilities, "
-                         f"which the harness reads from the embedded models only (local/...), not {config.model}")
-    if provider == local_llm.PROVIDER:
-        local_llm.check(config.model.split("/", 1)[1])  # the packaged model or a GGUF file
-        return
-    try:
-        _, provider, _, _ = litellm.get_llm_provider(config.model, api_base=config.api_base)
-    except Exception as exc:  # litellm raises BadRequestError for an unknown provider
-        raise ValueError(f"unknown model {config.model!r}: litellm cannot route it "
-                         f"(use provider/model, e.g. openai/gpt-4o-mini)") from exc
-    if config.api_base:
-        return  # a served model (vLLM, Ollama, a proxy) may need no key
-    env = litellm.validate_environment(model=config.model)
-    if not env.get("keys_in_environment", True):
-        raise ValueError(f"model {config.model!r} needs {', '.join(env.get('missing_keys', []))} "
-                         f"in the environment")
-
-
 def response_format(schema: dict, name: str) -> dict:
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
@@ -187,7 +161,7 @@ class LLM:
         self._streak: list[str] = []  # the errors of the last calls that failed in a row
         self._fatal: str | None = None  # why this client makes no more calls (fail_fast)
         self._capped: str | None = None  # the cap this client reached (what it said): it makes no more calls
-        self.context_window = context.window(config.model, config.context_tokens, self.local, config.api_base)
+        self._window: tuple[int | None] | None = None  # (the context window,) once asked: context_window
         self._processes = None  # the worker processes of the attempts, started on the first one
         if config.processes > 1 and self.local is None and not config.deployments:
             from critique.llm.workers import CallProcesses
@@ -220,6 +194,15 @@ class LLM:
         """Per model (each deployment's, with several), the parameters of this client's requests that
         litellm drops because the provider does not support them: the run's manifest lists them."""
         return dropped_for(self)
+
+    @property
+    def context_window(self) -> int | None:
+        """The model's context window in tokens (None: unknown), found on first use (critique.llm.context.window:
+        a served model's server may be asked, and an unknown window is said then, not by a run that makes no call)."""
+        if self._window is None:
+            c = self.config
+            self._window = (context.window(c.model, c.context_tokens, self.local, c.api_base),)
+        return self._window[0]
 
     def _check_stop(self) -> None:
         if self._fatal is not None:

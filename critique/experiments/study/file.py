@@ -296,7 +296,8 @@ def check(study: Study) -> dict[str, str]:
 
     from critique.datasets.registry import resolve
     from critique.datasets.splits import DatasetError
-    from critique.llm.client import LLMConfig, check_model
+    from critique.llm.client import LLMConfig
+    from critique.llm.model_check import check_model
 
     for model in study.models:
         try:

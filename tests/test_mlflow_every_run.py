@@ -21,6 +21,8 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from critique.analysis import mlflow_log  # noqa: E402
 from critique.cli import main  # noqa: E402
 
+from test_mlflow import store  # noqa: E402,F401  (the fixture: a SQLite store in a temporary working folder)
+
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "logs"
 KINDS = ["pref-gen__local_smollm2__stream-self",  # a stream
@@ -28,14 +30,6 @@ KINDS = ["pref-gen__local_smollm2__stream-self",  # a stream
          "mcr-gen__local_smollm2__suggestibility",  # a probe
          "mcr-gen__local_smollm2__credit-EP_CRIT-test-half"]  # a credit run
 SERVER_WAIT_S = 300  # how long `mlflow ui` is given to answer before the test counts it as a hang
-
-
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    return f"sqlite:///{(tmp_path / 'mlflow.db').as_posix()}"
 
 
 def final_accuracy(run: Path, stage: str, strategy: str) -> tuple[float, int]:

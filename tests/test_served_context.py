@@ -6,12 +6,7 @@ llama-cpp-python's own server on loopback, started with a small context."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 import threading
-import time
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -19,18 +14,12 @@ import pytest
 from critique.base import rundir
 from critique.cli import main
 from critique.engine.run_directory import narrows
-from critique.llm import context, local
+from critique.llm import context
 
 START_S = 300  # how long the server may take to load (a cap against a hang, not a timing)
 SMALL_CTX = 768  # a window the summary of five critiques does not fit
 ARGS = ["--dataset", "mcr-gen", "--model", "openai/smollm2", "--limit", "5", "--strategies", "SEM_CRIT",
         "--prompts", "compact", "--max-tokens", "256", "--quiet"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Pages(BaseHTTPRequestHandler):
@@ -86,33 +75,14 @@ def test_a_context_only_narrows():
     assert not narrows(2048, 4096) and not narrows(2048, None) and not narrows(None, None) and not narrows(2048, 2048)
 
 
-def answering(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/models", timeout=5):
-            return True
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def small_server():
     """The shipped GGUF served by llama-cpp-python's own server with a small context (which it does not say)."""
     pytest.importorskip("sse_starlette")
     pytest.importorskip("starlette_context")
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(local.gguf_path("smollm2")),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(SMALL_CTX),
-                             "--verbose", "false"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + START_S
-    while not answering(url):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"llama_cpp.server did not start: {proc.stderr.read()[-2000:]}")
-        time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=60)
+    from test_served_llama_cpp import serving
+
+    yield from serving("--n_ctx", str(SMALL_CTX))
 
 
 def test_a_summary_that_did_not_fit_names_the_cure_and_the_run_takes_the_servers_context(home, small_server,

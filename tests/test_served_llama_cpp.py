@@ -40,15 +40,13 @@ def answering(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
-def server():
-    """The shipped GGUF as the in-process model runs it (flash attention, its threads, its context)."""
+def serving(*options: str):
+    """llama-cpp-python's own server of the shipped GGUF on loopback with ``options``: yields its URL, then stops
+    it (a context manager)."""
     port = free_port()
-    threads = str(local.threads())
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(local.gguf_path("smollm2")),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(local.N_CTX),
-                             "--flash_attn", "true", "--n_threads", threads, "--n_threads_batch", threads,
-                             "--verbose", "false"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             "--host", "127.0.0.1", "--port", str(port), *options, "--verbose", "false"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + START_S
     while not answering(url):
@@ -56,9 +54,19 @@ def server():
             proc.kill()
             pytest.fail(f"llama_cpp.server did not start: {proc.stderr.read()[-2000:]}")
         time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=60)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The shipped GGUF as the in-process model runs it (flash attention, its threads, its context)."""
+    threads = str(local.threads())
+    yield from serving("--n_ctx", str(local.N_CTX), "--flash_attn", "true", "--n_threads", threads,
+                       "--n_threads_batch", threads)
 
 
 @pytest.fixture

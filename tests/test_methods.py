@@ -60,15 +60,17 @@ def test_critique_runs_closing_table_is_critique_tables_table1_on_preference_dat
                "--strategies", "zero_shot,EP_LABEL", "--out", str(out), "--quiet"])
     printed = capsys.readouterr().out
     assert rc == 1 and failed  # one prediction ended in an error: the run says so
-    shown = {}
+    shown, header = {}, None
     for line in printed.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 8 and cells[0] in ("zero_shot", "EP_LABEL"):
-            shown[cells[0]] = cells
+        if cells[0] == "strategy":
+            header = cells
+        elif header and len(cells) == len(header) and cells[0] in ("zero_shot", "EP_LABEL"):
+            shown[cells[0]] = dict(zip(header, cells))
     assert main(["tables", str(out), "--format", "json"]) == 0
     table1 = {r["strategy"]: r for r in json.loads(capsys.readouterr().out)["table1"]}
     assert set(shown) == set(table1) == {"zero_shot", "EP_LABEL"}
     for strategy, row in table1.items():
-        assert shown[strategy][1] == str(row["n"]) and shown[strategy][2] == f"{row['accuracy']:.1f}"
-        assert shown[strategy][6] == str(row["errors"])
+        assert shown[strategy]["n"] == str(row["n"]) and shown[strategy]["accuracy %"] == f"{row['accuracy']:.1f}"
+        assert shown[strategy]["errors"] == str(row["errors"])
     assert sum(r["errors"] for r in table1.values()) <= 1

@@ -124,7 +124,7 @@ def test_a_prompt_that_does_not_fit_is_not_sent_and_counts_wrong(home, fake_llm,
         if p["context_overflow"]:
             assert p["answer"] is None and p["correct"] is False and p["error"] is None
             assert not p["parse_failed"] and not p["timeout"]
-    assert "| EP_CRIT | 4 | 0.0 | 0.0 | 100.0 | 0.0 | 0 | 0.0 |" in capsys.readouterr().out  # overflow: 100%
+    assert "| EP_CRIT | 4 | 0.0 | 0.0 | 0.0 | 100.0 | 0.0 | 0 | 0.0 |" in capsys.readouterr().out  # overflow: 100%
     fake_llm.CALLS.clear()
     assert main(argv(out, 4)) == 0 and fake_llm.CALLS == []  # an overflow is an outcome: not asked again
 

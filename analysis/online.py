@@ -82,7 +82,9 @@ NOTE = ("similarity: with --conflicts revise, how similar a shown note must be t
 
 ARMS_NOTE = ("arms: streams of this model, dataset and order (feedback/start, +reorder: de-inflated by the reorder "
              "verifier, +random: its budget-matched random control); unfinished: arms that have not answered every "
-             "question, left out of the comparison; highest: the arm(s) with the highest accuracy, accuracy: theirs; "
+             "question, left out of the comparison; highest: the arm with the highest accuracy, named only when it "
+             "alone has it and its 95% Wilson interval is clear of every other finished arm's (else none apart, "
+             "and which arms tie or overlap), accuracy: the highest accuracy; "
              "deinflated, random: the two de-inflation arms' accuracy, diff: deinflated - random in points with the "
              "exact McNemar p on the items they answered differently (wins, losses), against the random control "
              "that demoted as many as the verifier did (none when the verifier demoted every note: the control then "
@@ -255,8 +257,8 @@ def arms(streams: list[dict]) -> list[dict]:
         if len(group) < 2:
             continue
         done = [g for g in group if len(g["steps"]) == g["n_test"]]
-        final = {_arm(g["label"]): _accuracy(g["steps"])[0] for g in done}
-        best = max((v for v in final.values() if v is not None), default=None)
+        final = {_arm(g["label"]): _accuracy(g["steps"]) for g in done}
+        highest, best = _highest(final)
         verifier = next((g for g in done if g["label"].get("demote") == "reorder"), None)
         control = next((g for g in done if g["label"].get("demote") == "random"
                         and verifier is not None and g["demote_count"] == _demoted(verifier)), None)
@@ -264,8 +266,7 @@ def arms(streams: list[dict]) -> list[dict]:
         paired = _gain(verifier, control) if verifier and control and not every else _gain(group[0], None)
         rows.append({"model": model, "dataset": dataset, "order": order, "arms": len(group),
                      "unfinished": ", ".join(sorted(_arm(g["label"]) for g in group if g not in done)) or None,
-                     "highest": ", ".join(sorted(a for a, v in final.items() if v == best)) or None,
-                     "accuracy": best, "deinflated": _accuracy(verifier["steps"])[0] if verifier else None,
+                     "highest": highest, "accuracy": best, "deinflated": _accuracy(verifier["steps"])[0] if verifier else None,
                      "random": _accuracy(control["steps"])[0] if control else None,
                      "diff": paired["gain"], "wins": paired["wins"], "losses": paired["losses"], "p": paired["p"],
                      "mde": paired["mde"],
@@ -273,6 +274,24 @@ def arms(streams: list[dict]) -> list[dict]:
                                  + (": every note, no control possible" if every else "")) if verifier and control
                      else None})
     return rows
+
+
+def _highest(final: dict[str, tuple]) -> tuple[str | None, float | None]:
+    """The arm that ends highest, named only when it alone has the top accuracy and its 95% Wilson interval is
+    clear of every other finished arm's (else which arms tie or overlap), and the top accuracy."""
+    scored = {arm: values for arm, values in final.items() if values[0] is not None}
+    if not scored:
+        return None, None
+    best = max(values[0] for values in scored.values())
+    top = sorted(arm for arm, values in scored.items() if values[0] == best)
+    if len(top) == len(scored) > 1:
+        return "none apart: every arm ends at the same accuracy", best
+    if len(top) > 1:
+        return f"none apart: {', '.join(top)} tie", best
+    overlapping = sorted(arm for arm, values in scored.items() if arm != top[0] and values[2] >= scored[top[0]][1])
+    if overlapping:
+        return f"none apart: {top[0]} overlaps {', '.join(overlapping)}", best
+    return top[0], best
 
 
 def _memory_off(streams: list[dict], stream: dict) -> dict | None:

@@ -187,7 +187,8 @@ def plot_forest(inference):
 
 def plot_online(windows: Table):
     """Each stream over its windows of steps (the stream_windows table): one column of panels per (model, dataset,
-    order), accuracy above and the share of shown notes that were trusted but wrong below, one line per arm."""
+    order), accuracy above with its 95% Wilson interval shaded (a window holds few steps) and the share of shown
+    notes that were trusted but wrong below, one line per arm."""
     lines: dict[tuple, dict[str, list]] = {}
     for row in windows.rows:
         arm = f"{row['feedback']}/{row['start']}" + (f"+{row['demote']}" if row.get("demote") else "") \
@@ -199,11 +200,13 @@ def plot_online(windows: Table):
     for column, panel in enumerate(panels):
         for arm, rows_ in sorted(lines[panel].items()):
             x = [r["window"] for r in rows_]
-            axes[0][column].plot(x, [r["accuracy"] for r in rows_], marker="o", label=arm)
+            drawn = axes[0][column].plot(x, [r["accuracy"] for r in rows_], marker="o", label=arm)
+            axes[0][column].fill_between(x, [r["ci_low"] for r in rows_], [r["ci_high"] for r in rows_],
+                                         color=drawn[0].get_color(), alpha=0.15, linewidth=0)
             axes[1][column].plot(x, [r["trusted_wrong"] for r in rows_], marker="o", label=arm)
         axes[0][column].set_title(f"{panel[1]} / {panel[0]} (order {panel[2]})", fontsize=8)
         axes[1][column].set_xlabel("window of steps")
-    axes[0][0].set_ylabel("accuracy (%)")
+    axes[0][0].set_ylabel("accuracy (%, 95% interval)")
     axes[1][0].set_ylabel("shown notes trusted but wrong")
     axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return figure, None

@@ -27,5 +27,8 @@ def test_the_quickstart_notebook_runs_and_shows_what_it_promises(home, tmp_path,
     text = "\n".join(str(o.get("text", "")) + str((o.get("data") or {}).get("text/plain", ""))
                      for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", []))
     assert "critiques in memory" in text and "zero_shot" in text and "EP+SEM_CRIT" in text
+    images = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])
+              if "image/png" in (o.get("data") or {})]
+    assert len(images) == 1  # the plot is shown in the notebook, not only saved
     assert (tmp_path / "learner" / "accuracy.png").stat().st_size > 0
     assert (tmp_path / "learner" / "memory" / "episodic.jsonl").exists()

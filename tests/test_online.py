@@ -118,3 +118,32 @@ def test_a_verifier_that_demotes_every_note_has_no_random_control():
     assert every["demoted"] == "2 / 2: every note, no control possible" and every["diff"] is None
     some = online.arms([_arm_stream("reorder", 1), _arm_stream("random", 1)])[0]
     assert some["demoted"] == "1 / 1" and some["diff"] == 0.0
+
+
+def _arm_answering(feedback: str, right: int, of: int) -> dict:
+    steps = [{"step": n, "correct": n < right, "user": None, "item_id": f"i{n}"} for n in range(of)]
+    label = {"model": "m", "dataset": "d", "feedback": feedback, "start": "train", "conflicts": "append",
+             "rank": "similarity", "order": 0, "demote": None, "refresh": None, "disable": False}
+    return {"label": label, "steps": steps, "versions": [], "n_test": of, "demote_count": None}
+
+
+def test_no_arm_is_named_highest_when_its_interval_overlaps_another():
+    close = online.arms([_arm_answering("self", 5, 6), _arm_answering("gold", 1, 6)])[0]  # 83% and 17% of 6
+    assert close["highest"] == "none apart: self/train overlaps gold/train" and round(close["accuracy"], 1) == 83.3
+    apart = online.arms([_arm_answering("self", 190, 200), _arm_answering("gold", 20, 200)])[0]
+    assert apart["highest"] == "self/train" and apart["accuracy"] == 95.0
+    tied = online.arms([_arm_answering("self", 3, 6), _arm_answering("gold", 3, 6)])[0]
+    assert tied["highest"] == "none apart: every arm ends at the same accuracy" and tied["accuracy"] == 50.0
+
+
+def test_the_stream_plot_shades_each_windows_interval():
+    from critique.analysis import report
+    from critique.analysis.tabular import Table
+
+    rows = [{"model": "m", "dataset": "d", "order": 0, "feedback": feedback, "start": "train", "demote": None,
+             "conflicts": "append", "rank": "similarity", "window": w, "accuracy": 50.0, "ci_low": 20.0,
+             "ci_high": 80.0, "trusted_wrong": 0.1} for feedback in ("self", "gold") for w in range(1, 4)]
+    figure, why = report.plot_online(Table(online.WINDOWS_KEY, online.WINDOWS_TITLE, online.WINDOW_COLUMNS, rows))
+    bands = [c for c in figure.axes[0].collections if len(c.get_paths())]
+    assert why is None and len(bands) == 2  # one shaded interval per arm
+    assert bands[0].get_paths()[0].vertices[:, 1].min() == 20.0 and bands[0].get_paths()[0].vertices[:, 1].max() == 80.0

@@ -36,6 +36,15 @@ def _logs_heading(logs) -> str:
             f"{logs.records('predictions'):,} predictions, {logs.records('calls'):,} critique and summary calls.")
 
 
+def _tested(runs: list[dict]) -> bool:
+    """Whether a table of these runs may test something: Table 2 and the claims test the gains of plain runs (no
+    probe, no ablation), with Student's t from scipy (analysis.stats' helper process, started only then); no other
+    table of `critique tables` uses scipy."""
+    from critique.analysis.read import plain
+
+    return any(map(plain, runs))
+
+
 def analyse(args) -> Analysis:
     """Read the inputs named by `args` and build every table."""
     csvs = {"results": args.results, "suggestibility": args.suggestibility, "costs": args.costs}
@@ -47,16 +56,18 @@ def analyse(args) -> Analysis:
     from critique.analysis import stats
 
     found = ahead = None
-    if args.runs and getattr(args, "inference", False):  # the helper works out the item-level tables meanwhile
-        from critique.analysis import items, read
-
-        found = read.found(args.runs, args.allow_mixed)
-        ahead = (items.compute, (found[0],))
-    stats.start_helper(ahead)  # scipy.stats loads in a helper process while this one reads and counts
-    pending = None
-    if args.runs:  # start reading the logs first: workers read while scipy loads in the helper
+    if args.runs:
         from critique.analysis import read
 
+        found = read.found(args.runs, args.allow_mixed)
+        if getattr(args, "inference", False):  # the helper works out the item-level tables meanwhile
+            from critique.analysis import items
+
+            ahead = (items.compute, (found[0],))
+    if ahead is not None or any(csvs.values()) or (found is not None and _tested(found[0])):
+        stats.start_helper(ahead)  # scipy loads in a helper process while this one reads and counts
+    pending = None
+    if args.runs:  # start reading the logs first: workers read while scipy loads in the helper
         pending = read.start(args.runs, allow_mixed=args.allow_mixed, workers=args.workers, found_=found)
     from critique.analysis import cells as cells_mod, csv_input, tables
 

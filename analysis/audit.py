@@ -1,4 +1,4 @@
-"""`critique audit RUN_DIR...`: is each episodic memory entry right, and is it used (shared/MEMORY.md)?
+"""`critique audit RUN_DIR...`: is each episodic memory entry right, and is it used (docs/memory.md)?
 
 Per entry: provenance (item, initial answer, gold, critique, the option the critique asserts, the
 generator's truth such as pref-gen's flipped labels), test prompts that retrieved it per strategy and
@@ -96,9 +96,20 @@ def read_memory(path: Path, problems: list[str]) -> tuple[list[dict] | None, dic
         return entries, None
 
 
-def counted(path: Path, stage: str, problems: list[str]) -> list[dict]:
-    """The final record per (strategy, user, item) of one stage (a rerun's replaces a failed one)."""
-    return logs.predictions(path, (stage,), problems)
+def counted(path: Path, stage: str | tuple[str, ...], problems: list[str]) -> list[dict]:
+    """The final record per (stage, strategy, user, item) of one stage or several (a rerun's replaces a failed
+    one)."""
+    return logs.predictions(path, (stage,) if isinstance(stage, str) else stage, problems)
+
+
+def prompts_read(predictions: list[dict], stages: tuple[str, ...], learner: bool) -> dict:
+    """What the audit read of the run's prompts: their stages, how many have a gold label (the only ones accuracy
+    counts) and how many have none (a Learner's predict prompts: reuse counts them, accuracy leaves them out)."""
+    labeled = sum(logs.labeled(p) for p in predictions)
+    note = ("a Learner: Learner.evaluate's prompts (stage test) have a gold label, Learner.predict's (stage "
+            "predict) none; Learner.learn's steps (stage stream) and their notes (memory/notes.jsonl) are not "
+            "audited here" if learner else None)
+    return {"stages": list(stages), "labeled": labeled, "unlabeled": len(predictions) - labeled, "note": note}
 
 
 def entry_rows(entries: list[dict], space: list[str], truth: dict) -> list[dict]:
@@ -106,7 +117,8 @@ def entry_rows(entries: list[dict], space: list[str], truth: dict) -> list[dict]
     for e in entries:
         critique = e.get("critique") or {}
         asserted = asserted_option(critique.get("correct_answer"), space)
-        u = int(initial_right(e))
+        u = initial_right(e)  # None: the entry has no gold label, its truth is unknown
+        u = None if u is None else int(u)
         r = stored_verdict(e, asserted)
         meta = truth.get((e.get("user"), str(e.get("item_id"))), {})
         rows.append({"id": e.get("id"), "item_id": e.get("item_id"), "user": e.get("user"),
@@ -114,11 +126,12 @@ def entry_rows(entries: list[dict], space: list[str], truth: dict) -> list[dict]
                      "critique": critique, "assertion_mismatch": e.get("assertion_mismatch"),
                      "timeout": e.get("timeout"), "asserted": asserted,
                      "asserts_gold": None if asserted is None else asserted == e.get("gold"),
-                     "U": u, "r": r, "b": None if r is None else r - u,
+                     "U": u, "r": r, "b": None if r is None or u is None else r - u,
                      "flipped": meta.get("flipped"), "rule_prefers": meta.get("rule_prefers"),
                      "label": e.get("label", e.get("gold")), "label_flipped": e.get("label_flipped") is True,
                      "believed": e.get("believed"),
-                     "n": 0, "correct": 0, "reuse": {s: {"n": 0, "correct": 0} for s in EPISODIC},
+                     "n": 0, "labeled": 0, "correct": 0,
+                     "reuse": {s: {"n": 0, "labeled": 0, "correct": 0} for s in EPISODIC},
                      "retrieved_by": [], "similarity": None})
     return rows
 
@@ -126,7 +139,8 @@ def entry_rows(entries: list[dict], space: list[str], truth: dict) -> list[dict]
 def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], where: str) -> dict:
     """Fill each entry's reuse n (REUSE's prompts only: REUSE_NOTE) and its retrievals per strategy (each of the
     five's; a field method's notes are audited on their own, analysis.audit_methods) from the counted test
-    predictions; the retrievals per strategy."""
+    predictions; the retrievals per strategy. Reuse counts every prompt; right and accuracy only those with a gold
+    label (``logs.labeled``: a Learner's predict prompts have none, and are neither right nor wrong)."""
     by_id = {row["id"]: row for row in rows}
     per: dict[str, dict] = {}
     unknown = 0
@@ -134,14 +148,21 @@ def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], 
         strategy, retrieved = p.get("strategy"), p.get("retrieved") or []
         if strategy not in vocab.STRATEGIES:  # a field method: its notes, audited on their own (audit_methods)
             continue
-        stats = per.setdefault(strategy, {"prompts": 0, "prompts_with_memory": 0, "correct_with_memory": 0,
+        stats = per.setdefault(strategy, {"prompts": 0, "labeled": 0, "unlabeled": 0, "prompts_with_memory": 0,
+                                          "labeled_with_memory": 0, "correct_with_memory": 0,
+                                          "labeled_without_memory": 0, "correct_without_memory": 0,
                                           "retrievals": 0, "entries_reached": set()})
+        judged = logs.labeled(p)
+        ok = p.get("correct") is True if judged else None
         stats["prompts"] += 1
+        stats["labeled" if judged else "unlabeled"] += 1
+        if judged:
+            memory = "with" if retrieved else "without"
+            stats[f"labeled_{memory}_memory"] += 1
+            stats[f"correct_{memory}_memory"] += ok
         if not retrieved:
             continue
-        ok = p.get("correct") is True
         stats["prompts_with_memory"] += 1
-        stats["correct_with_memory"] += ok
         scores = p.get("retrieved_scores")
         scores = [x if isinstance(x, (int, float)) and math.isfinite(x) else None for x in scores] \
             if isinstance(scores, list) and len(scores) == len(retrieved) else None
@@ -152,12 +173,12 @@ def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], 
                 continue
             stats["retrievals"] += 1
             stats["entries_reached"].add(entry_id)
-            if strategy in REUSE:
-                row["n"] += 1
-                row["correct"] += ok
-            slot = row["reuse"].setdefault(strategy, {"n": 0, "correct": 0})
-            slot["n"] += 1
-            slot["correct"] += ok
+            slots = ([row] if strategy in REUSE else []) + [row["reuse"].setdefault(strategy, {"n": 0, "labeled": 0,
+                                                                                              "correct": 0})]
+            for slot in slots:
+                slot["n"] += 1
+                slot["labeled"] += judged
+                slot["correct"] += bool(ok)
             row["retrieved_by"].append({"strategy": strategy, "user": p.get("user"), "item_id": p.get("item_id"),
                                         "rank": rank + 1, "correct": ok,
                                         "score": None if scores is None else scores[rank]})
@@ -168,7 +189,9 @@ def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], 
         if scores:
             row["similarity"] = {"mean": mean(scores), "min": min(scores), "max": max(scores), "count": len(scores)}
     return {s: {**v, "entries_reached": len(v["entries_reached"]),
-                "accuracy_with_memory": share(v["correct_with_memory"], v["prompts_with_memory"])}
+                "accuracy": share(v["correct_with_memory"] + v["correct_without_memory"], v["labeled"]),
+                "accuracy_with_memory": share(v["correct_with_memory"], v["labeled_with_memory"]),
+                "accuracy_without_memory": share(v["correct_without_memory"], v["labeled_without_memory"])}
             for s, v in sorted(per.items(), key=lambda kv: (_rank(kv[0]), str(kv[0])))}
 
 
@@ -214,8 +237,10 @@ def summary(rows: list[dict]) -> dict:
 
 
 def failures(predictions: list[dict], partner: dict | None, rows: list[dict], problems: list[str]) -> dict:
-    """Each counted wrong EP_CRIT answer, classed by the partner's truth arm on the same item."""
-    wrong = [p for p in predictions if p.get("strategy") == vocab.EP_CRIT and p.get("correct") is not True]
+    """Each counted wrong EP_CRIT answer (judged against a gold label: an unlabeled one is never wrong), classed by
+    the partner's truth arm on the same item."""
+    wrong = [p for p in predictions
+             if p.get("strategy") == vocab.EP_CRIT and logs.labeled(p) and p.get("correct") is not True]
     out = {"partner": partner["path"] if partner else None, "wrong": len(wrong), "retrieval": 0, "usage": 0,
            "unclassified": len(wrong), "items": []}
     if partner is None:
@@ -286,17 +311,19 @@ def audit_run(meta: dict, partner: dict | None, problems: list[str], data_dirs: 
     manifest = logs.manifest(path)
     space = [str(a) for a in (manifest.get("dataset") or {}).get("answer_space") or []]
     entries, pools = read_memory(path, problems)
-    learner = bool(meta.get("learner"))  # a Learner's folder: its prompts are its predictions (stage predict)
-    predictions = counted(path, vocab.PREDICT if learner else vocab.TEST, problems)
+    learner = bool(meta.get("learner"))  # a Learner's folder: its prompts are evaluate's (test) and predict's
+    stages = (vocab.TEST, vocab.PREDICT) if learner else (vocab.TEST,)
     stream = meta["probe"] == vocab.STREAM
     if stream:  # its memory is the notes store, its prompts the stream's
         (entries, latest), pools = audit_notes.latest_entries(path, problems), None
-        predictions = counted(path, vocab.STREAM, problems)
+        stages = (vocab.STREAM,)
+    predictions = counted(path, stages, problems)
     out = {"run": meta["path"], "model": model_label(meta), "dataset": meta["dataset"], "kind": meta["kind"],
            "experiment": "stream" if stream else "Learner" if learner else "plain run" if meta["ablation"] is None else
            f"ablation {meta['ablation']} = {meta['ablation_value']}",
            "strategies": (manifest.get("config") or {}).get("strategies") or [], "answer_space": space,
-           "memory": entries is not None, "note": None, "truth": None, "summary": None, "reuse": None,
+           "memory": entries is not None, "note": None, "truth": None,
+           "prompts": prompts_read(predictions, stages, learner), "summary": None, "reuse": None,
            "entries": [], "failures": None, "semantic": semantic_audit(pools, []),
            "methods": audit_methods.audit(path, predictions, problems)}
     if entries is None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from critique.analysis import logs
 from critique.analysis.tabular import Table
 from critique.base.ids import pool_of
 STAGE_NOTE = ("a field method's offline stage per pool (memory/METHOD.json): its calls and their prompt + completion "
               "tokens, --train-budget (the pool's share), why it stopped (- : it went to its end), the steps whose "
-              "reply it could not use; its test prompts and how many were answered right (errors count wrong)")
+              "reply it could not use; its test prompts and how many were answered right (errors count wrong; "
+              "\"R of L\": of the L with a gold label, when some, a Learner's predict prompts, had none)")
 NOTES_NOTE = ("each note of a field method's memory: the train items it rests on (sources), the test prompts of its "
               "method that showed it (shown) and how many of them were answered right")
 
@@ -30,7 +32,8 @@ def audit(path: Path, predictions: list[dict], problems: list[str]) -> list[dict
             out.append({"method": name, "pool": pool, "offline_calls": record.get("offline_calls"),
                         "offline_tokens": record.get("offline_tokens"), "train_budget": record.get("train_budget"),
                         "stopped": record.get("stopped"), "skipped": len(record.get("skipped") or []),
-                        "prompts": len(asked), "right": sum(r.get("correct") is True for r in asked),
+                        "prompts": len(asked), "labeled": sum(logs.labeled(r) for r in asked),
+                        "right": sum(r.get("correct") is True for r in asked),
                         "notes": [_note(note, asked) for note in record.get("notes") or []]})
     return out
 
@@ -38,7 +41,14 @@ def audit(path: Path, predictions: list[dict], problems: list[str]) -> list[dict
 def _note(note: dict, asked: list[dict]) -> dict:
     shown = [r for r in asked if note.get("id") in (r.get("retrieved") or [])]
     return {"id": note.get("id"), "text": note.get("text"), "sources": list(note.get("sources") or []),
-            "shown": len(shown), "right": sum(r.get("correct") is True for r in shown)}
+            "shown": len(shown), "labeled": sum(logs.labeled(r) for r in shown),
+            "right": sum(r.get("correct") is True for r in shown)}
+
+
+def right_text(shown: int, labeled: int, right: int) -> str:
+    """How many of ``shown`` prompts were answered right: "R of L" when only L of them had a gold label (the audit's
+    tables: analysis.audit_render too)."""
+    return str(right) if labeled == shown else f"{right} of {labeled}"
 
 
 def stage_table(audit_: dict) -> Table:
@@ -48,7 +58,8 @@ def stage_table(audit_: dict) -> Table:
     columns = ["method", "pool", "calls", "tokens", "budget", "stopped", "skipped", "notes", "test prompts", "right"]
     rows = [dict(zip(columns, [m["method"], m["pool"], m["offline_calls"], m["offline_tokens"],
                                "-" if m["train_budget"] is None else m["train_budget"], m["stopped"] or "-",
-                               m["skipped"], len(m["notes"]), m["prompts"], m["right"]]))
+                               m["skipped"], len(m["notes"]), m["prompts"],
+                               right_text(m["prompts"], m["labeled"], m["right"])]))
             for m in audit_["methods"]]
     return Table("methods", title, columns, rows, note=STAGE_NOTE)
 
@@ -62,7 +73,7 @@ def notes_table(audit_: dict, limit: int) -> Table | None:
         notes = m["notes"] if limit <= 0 else m["notes"][:limit]
         left += len(m["notes"]) - len(notes)
         rows += [dict(zip(columns, [m["method"], m["pool"], n["id"], short(n["text"], 80), len(n["sources"]),
-                                    n["shown"], n["right"]])) for n in notes]
+                                    n["shown"], right_text(n["shown"], n["labeled"], n["right"])])) for n in notes]
     if not rows:
         return None
     more = f"; {left} more in --format json" if left else ""

@@ -3,7 +3,9 @@
 JSON keys (one object): `audits` (one per audited run), `inputs` (`runs`, `audited`, `partners`),
 `problems`, `errors`. Each audit: `run`, `model`, `dataset`, `kind`, `experiment`, `strategies`,
 `answer_space`, `memory` (false: no episodic memory, `note` says so), `truth` (what the dataset
-folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`, `methods`.
+folder told), `prompts` (what was read of the run's prompts: `stages`, `labeled` (with a gold label: accuracy counts
+these only), `unlabeled` (a Learner's predict prompts: counted in reuse, left out of accuracy), `note`), `summary`,
+`reuse`, `entries`, `failures`, `semantic`, `methods`.
 - `summary`: `reuse_definition` (what the reuse n counts: EP_CRIT and EP+SEM_CRIT prompts, never
   EP_LABEL's), `entries`, `retrievals` (the sum of n), `never_retrieved` (entries with n = 0),
   `never_retrieved_share`, `top_entries`, `top10_share`, `u0_entries`, `u0_verdict_known`,
@@ -18,13 +20,16 @@ folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`, `methods`.
   `wrong_verdict` / `right_verdict` / `flipped`
   (`entries`, `retrievals`, `share_of_retrievals`, `mean_n`; `flipped` also `retrieved_entries`, null
   without the generator's truth), `similarity_logged`.
-- `reuse`: strategy -> `prompts`, `prompts_with_memory`, `correct_with_memory`, `accuracy_with_memory`,
-  `retrievals`, `entries_reached`.
+- `reuse`: strategy -> `prompts`, `labeled`, `unlabeled`, `accuracy` (over the labeled prompts), `prompts_with_memory`
+  (prompts that had entries), `labeled_with_memory`, `correct_with_memory`, `accuracy_with_memory`,
+  `labeled_without_memory`, `correct_without_memory`, `accuracy_without_memory` (each accuracy over labeled prompts
+  only; null over none), `retrievals`, `entries_reached`.
 - `entries[]`: `id`, `item_id`, `user`, `question`, `initial_answer`, `gold`, `critique`,
   `assertion_mismatch` (null: no label shown, --critic self), `timeout`, `asserted`, `asserts_gold`, `U`,
-  `r`, `b`, `flipped`, `rule_prefers`, `n` (the reuse), `correct`, `reuse` (every strategy that retrieved it,
-  EP_LABEL included -> `n`, `correct`), `retrieved_by[]`
-  (`strategy`, `user`, `item_id`, `rank`, `correct`, `score`), `similarity` (`mean`, `min`, `max`,
+  `r`, `b` (`U` and `b` null when the entry has no gold label), `flipped`, `rule_prefers`, `n` (the reuse),
+  `labeled` (the prompts of n with a gold label), `correct` (of those), `reuse` (every strategy that retrieved it,
+  EP_LABEL included -> `n`, `labeled`, `correct`), `retrieved_by[]`
+  (`strategy`, `user`, `item_id`, `rank`, `correct` (null: no gold label), `score`), `similarity` (`mean`, `min`, `max`,
   `count`; null: not logged); a stream's (`experiment` stream, its notes' latest versions, reuse over its own
   prompts) also `status`, `version`, `confidence`, `sources`, `step`, `feedback`, `why`.
 - `failures`: `partner`, `note`, `wrong`, `retrieval`, `usage`, `unclassified`, `items[]` (`user`,
@@ -36,14 +41,15 @@ folder told), `summary`, `reuse`, `entries`, `failures`, `semantic`, `methods`.
   `assertion_mismatch`, `not_in_memory`).
 - `methods[]` (the field's methods' memories, memory/METHOD.json; analysis.audit_methods): `method`, `pool`,
   `offline_calls`, `offline_tokens`, `train_budget`, `stopped`, `skipped` (steps whose reply was not used),
-  `prompts` (its test prompts), `right`, `notes[]` (`id`, `text`, `sources`, `shown`: its method's test prompts
-  that showed it, `right`: how many of them were answered right).
+  `prompts` (its test prompts), `labeled` (those with a gold label), `right`, `notes[]` (`id`, `text`, `sources`,
+  `shown`: its method's test prompts that showed it, `labeled`, `right`: how many of them were answered right).
 """
 
 from __future__ import annotations
 
 import json
 
+from critique.analysis.audit_methods import right_text
 from critique.analysis.echo_stats import CONTRADICTION, LENIENCY, REUSE_NOTE, STORED_RIGHT_NOTE, count_entries
 from critique.analysis.render import short
 from critique.analysis.tabular import Table
@@ -56,8 +62,9 @@ NOTES = {
                "interval (seeded), given only when at least 5 wrong-but-trusted (U = 0, b = +1) reused entries and "
                "5 U = 0 entries with b = 0 carry it",
     "entries": "mismatch -: no label was shown (--critic self); n, right: " + REUSE_NOTE + ", and how many of them "
-               "were answered right; per strategy: retrievals (answers right) of every strategy that retrieves, "
-               "EP_LABEL included; similarity: retrieved_scores of the prompts counted in n",
+               "were answered right (\"R of L\": of the L with a gold label, when some had none); per strategy: "
+               "retrievals (answers right) of every strategy that retrieves, EP_LABEL included; similarity: "
+               "retrieved_scores of the prompts counted in n",
 }
 
 
@@ -121,12 +128,30 @@ def summary_table(audit: dict) -> Table:
 
 
 def reuse_table(audit: dict) -> Table:
-    columns = ["strategy", "prompts", "with memory", "retrievals", "entries reached", "accuracy with memory"]
-    rows = [dict(zip(columns, [s, str(v["prompts"]), str(v["prompts_with_memory"]), str(v["retrievals"]),
-                               str(v["entries_reached"]), _pct(v["accuracy_with_memory"])]))
+    columns = ["strategy", "prompts", "labeled", "with memory", "retrievals", "entries reached", "accuracy",
+               "accuracy with memory", "accuracy without memory"]
+    rows = [dict(zip(columns, [s, str(v["prompts"]), str(v["labeled"]), str(v["prompts_with_memory"]),
+                               str(v["retrievals"]), str(v["entries_reached"]), _pct(v["accuracy"]),
+                               _pct(v["accuracy_with_memory"]), _pct(v["accuracy_without_memory"])]))
             for s, v in audit["reuse"].items()]
     return Table("reuse", "Reuse per strategy", columns, rows,
-                 note="counted test predictions (the latest per item); accuracy of the prompts that had entries")
+                 note="counted predictions (the latest per item): " + prompts_text(audit["prompts"]) + "; accuracy "
+                      "over the labeled prompts, with memory over those that had entries, without over those that "
+                      "had none")
+
+
+def prompts_text(prompts: dict) -> str:
+    """What the audit read of a run's prompts, in words."""
+    text = f"stage {', '.join(prompts['stages'])}: {prompts['labeled']} prompts with a gold label"
+    if prompts["unlabeled"]:
+        text += (f", {prompts['unlabeled']} unlabeled predict prompts (no gold label) left out of accuracy and "
+                 "counted in reuse")
+    return text
+
+
+def _right(slot: dict) -> str:
+    """An entry's (or one strategy's) right answers among its reuse n (audit_methods.right_text)."""
+    return right_text(slot["n"], slot["labeled"], slot["correct"])
 
 
 def _similarity(row: dict) -> str:
@@ -159,8 +184,8 @@ def entries_table(audit: dict, limit: int) -> Table:
         values = [r["id"]] + ([r["status"], r["version"]] if notes else []) + [
             r["initial_answer"], r["gold"], r["asserted"], r["U"], r["r"], r["b"], _mismatch(r["assertion_mismatch"])
         ] + ([r["flipped"]] if truth else [])
-        reuse = [r["reuse"].get(s) or {"n": 0, "correct": 0} for s in strategies]
-        values += [r["n"], r["correct"]] + [f"{x['n']} ({x['correct']})" for x in reuse]
+        reuse = [r["reuse"].get(s) or {"n": 0, "labeled": 0, "correct": 0} for s in strategies]
+        values += [r["n"], _right(r)] + [f"{x['n']} ({_right(x)})" for x in reuse]
         values += [_similarity(r), short(r["critique"].get("correct_answer"))]
         rows.append(dict(zip(columns, [_shown(v) for v in values])))
     more = f"; {len(ranked) - len(shown)} more entries in --format json" if len(shown) < len(ranked) else ""
@@ -218,6 +243,8 @@ def sections(result: dict, limit: int) -> list[tuple[str, list]]:
             continue
         f = audit["failures"]
         lead = (f"{audit['summary']['entries']} episodic entries; generator truth: {audit['truth']}. "
+                f"Prompts read: {prompts_text(audit['prompts'])}"
+                + (f" ({audit['prompts']['note']})" if audit["prompts"]["note"] else "") + ". "
                 f"Suggestibility partner: {f['partner'] or 'none'}." + (f" Notes: {audit['note']}." if audit["note"]
                                                                          else ""))
         out.append((heading, [lead, summary_table(audit), reuse_table(audit), entries_table(audit, limit),

@@ -1,4 +1,4 @@
-"""Table 2 and the headline claims C1-C4 (SPEC section 5), one set per experiment.
+"""Table 2 and the headline claims C1-C4 (docs/method.md section 5), one set per experiment.
 
 A critic condition (gold, noisy:R, self), a prompt set, or any other setting in which the plain
 runs of a model and dataset differ makes its own experiment (analysis.points.studies): Table 2 has

@@ -39,8 +39,8 @@ def add_inputs(parser) -> None:
                              "dataset), Holm adjustment, a pooled logistic model clustered by item, C4 within "
                              "dataset, run-to-run spread (loads pandas and statsmodels)")
     parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="processes that read logs (default: one per usable core but one, which loads scipy, "
-                             "when the logs are large; else 1: this process)")
+                        help="processes that read logs (default: one per usable core when the logs to read are "
+                             "large; else 1: this process)")
 
 
 def register(sub) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from critique.base import paths, records, rundir, vocab
+from critique.base import offline_totals, paths, records, rundir, vocab
 
 FOLDER = "tables"
 RACY_S = 2.0
@@ -33,7 +33,8 @@ _CODE = ("consistency.py", "count_cache.py", "jsonl.py", "logs.py", "read.py", "
 def _code() -> str:
     """A digest of the source of the modules the counts depend on."""
     digest = hashlib.sha256()
-    for path in [Path(__file__).with_name(name) for name in _CODE] + [Path(records.__file__), Path(vocab.__file__)]:
+    base = [Path(module.__file__) for module in (offline_totals, records, vocab)]
+    for path in [Path(__file__).with_name(name) for name in _CODE] + base:
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

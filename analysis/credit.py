@@ -1,8 +1,8 @@
-"""The tiers of credit per memory entry (shared/MEMORY.md section 3) from a credit run directory
+"""The tiers of credit per memory entry (docs/memory.md section 3) from a credit run directory
 (critique.experiments.credit) and its source run. Reads logs only: no LLM call, no embedding.
 
 Per prompt p and entry i retrieved into it: ``D = R(with i) - R(without i)`` (1: removing i turned a right
-answer wrong; -1: a wrong answer right; 0: no change in correctness). Per entry, MEMORY.md's tiers, from
+answer wrong; -1: a wrong answer right; 0: no change in correctness). Per entry, docs/memory.md's tiers, from
 least to most useful:
 
 - ``inert``: never retrieved into an evaluated prompt (credit 0, no call);
@@ -12,7 +12,7 @@ least to most useful:
 - ``used-not-decisive``: retrieved, not decisive, cited by the answer (--cite);
 - ``load-bearing``: its removal flipped right answers to wrong more often than wrong to right;
 - ``toxic``: its removal turned wrong answers right more often than right to wrong;
-- ``mixed``: both flips, equally often (net credit 0; MEMORY.md names no tier for it).
+- ``mixed``: both flips, equally often (net credit 0; docs/memory.md names no tier for it).
 
 Without --cite, "unused" and "used but not decisive" cannot be told apart: those entries get
 ``novel-not-decisive``, and the table says so. A flip is a change of correctness, whatever the
@@ -139,7 +139,7 @@ def citation(rows: list[dict]) -> dict | None:
     """Citation against the deletion flips, over (prompt, entry) pairs: precision = cited pairs whose
     deletion flipped correctness (either way) / cited pairs; recall = flipped pairs that were cited / flipped
     pairs; ``precision_load_bearing`` = cited pairs whose deletion turned a right answer wrong (D = 1, as
-    MEMORY.md's figure) / cited pairs."""
+    docs/memory.md's figure) / cited pairs."""
     asked = [r for r in rows if r["cited"] is not None]
     if not asked:
         return None
@@ -209,7 +209,8 @@ def markdown(s: dict) -> str:
               "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     order = sorted(s["rows"], key=lambda r: (-r["retrieved"], r["id"]))
     for r in order:
-        right = "-" if r["initial_right"] is None else "yes" if r["initial_right"] else "no"  # "-": a method's note
+        right = "-" if r["initial_right"] is None else "yes" if r["initial_right"] else "no"  # "-": a method's note,
+        # or an entry without a gold label (critique.base.truth.initial_right)
         lines.append(f"| {r['id']} | {r['tier']} | {r['retrieved']} | {r['credit']} | {r['helped']} | {r['hurt']} "
                      f"| {r['cited']} | {r['twinned']} | {right} |")
     for problem in s["problems"]:

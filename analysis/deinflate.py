@@ -1,4 +1,4 @@
-"""The de-inflation table (shared/MEMORY.md section 1): does demoting the entries a verifier flagged beat
+"""The de-inflation table (docs/memory.md section 1): does demoting the entries a verifier flagged beat
 demoting as many at random?
 
 Reads the arms of `critique deinflate` (manifest probe {name: deinflate, mode, demote, verifier, seed, demoted,

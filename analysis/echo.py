@@ -1,4 +1,4 @@
-"""The Echo-Gap tables (shared/MEMORY.md section 1): are a run's stored verdicts wrong, are the wrong ones
+"""The Echo-Gap tables (docs/memory.md section 1): are a run's stored verdicts wrong, are the wrong ones
 reused more, does a wrong retrieved set make the test answer wrong, and what the critic mode costs.
 
 Per plain run with episodic memory (one row each, `echo`):

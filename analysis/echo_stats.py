@@ -1,4 +1,4 @@
-"""The Echo Gap's statistics (shared/MEMORY.md section 1) with what each rests on, for the Echo table
+"""The Echo Gap's statistics (docs/memory.md section 1) with what each rests on, for the Echo table
 (critique.analysis.echo) and `critique audit`: Corr(b, n | U = 0) and the contamination slope kappa, each
 with a seeded percentile bootstrap interval, the entries and prompts that carry it, the share of resamples
 where it is undefined, and no interval (with the reason) when too few carry it.
@@ -6,7 +6,7 @@ where it is undefined, and no interval (with the reason) when too few carry it.
 Both rest on the wrong-but-trusted entries: U = 0 (the initial answer was wrong) and b = +1 (stored as right).
 Corr(b, n | U = 0) over U = 0 entries varies only between those with b = +1 and those with b = 0, and kappa
 only where a prompt retrieved a wrong-but-trusted entry. kappa is taken within difficulty strata (the
-memory-off answer right or wrong), as MEMORY.md's slope is; pooled over the strata it is confounded with the
+memory-off answer right or wrong), as docs/memory.md's slope is; pooled over the strata it is confounded with the
 questions' difficulty. P(r = 1 | U = 0) is named by what the critic saw (`stored_right`): leniency without a
 label, contradiction of the gold label it was shown. Pure Python: `critique audit` imports nothing heavy."""
 
@@ -43,7 +43,7 @@ def pearson(xs: list[float], ys: list[float]) -> float | None:
 # what a critic was shown when it stored a verdict, and the name of P(r = 1 | U = 0) over such entries
 LENIENCY, CONTRADICTION = "leniency", "contradiction"
 STORED_RIGHT_NOTE = ("leniency: P(r=1 | U=0) over the entries whose critic was shown no label (--critic self: "
-                     "MEMORY.md's label-free leniency); contradiction: the same over the entries whose critic was "
+                     "docs/memory.md's label-free leniency); contradiction: the same over the entries whose critic was "
                      "shown their gold label (gold, noisy:R's unflipped ones, a label budget's): the critic "
                      "contradicting the label it was shown; an entry shown a flipped label (label noise) is in "
                      "neither")

@@ -1,4 +1,4 @@
-"""The gate table: retrieval that knows when to stay silent (shared/MEMORY.md section 4).
+"""The gate table: retrieval that knows when to stay silent (docs/memory.md section 4).
 
 Reads the run directories of `critique ablate gate` (manifest ablation {name: gate, value: T}) and,
 per model x dataset x strategy x threshold T, reports from their test predictions:

@@ -9,8 +9,10 @@ Both in percent, as the accuracy.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
+from operator import itemgetter
 
 from critique.analysis import stats
 
@@ -32,9 +34,20 @@ def wilson(successes: int, n: int) -> tuple[float | None, float | None]:
 
 def cluster_bootstrap(rates: list[float], resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float]:
     """The 2.5% and 97.5% percentiles of the mean of ``rates`` (one per user) over seeded resamples of users."""
-    draw = random.Random(seed)
-    means = sorted(math.fsum(draw.choices(rates, k=len(rates))) / len(rates) for _ in range(resamples))
+    n = len(rates)
+    means = sorted([math.fsum(users(rates)) / n for users in _draws(n, resamples, seed)])
     return _percentile(means, 0.025), _percentile(means, 0.975)
+
+
+@functools.lru_cache(maxsize=None)
+def _draws(n: int, resamples: int, seed: int) -> tuple:
+    """The users of each resample of ``n`` users, as a getter of their rates: what random.Random(seed).choices
+    draws from a list of ``n``, ``resamples`` times in turn. The draws depend on ``n`` alone, not on the rates, so
+    every cell of ``n`` users resamples the same users, drawn once."""
+    draw = random.Random(seed)
+    if n == 1:  # one user, drawn every time (a getter of one index gives the rate, not a tuple of it)
+        return (itemgetter(slice(0, 1)),) * resamples
+    return tuple(itemgetter(*draw.choices(range(n), k=n)) for _ in range(resamples))
 
 
 def _percentile(ordered: list[float], q: float) -> float:

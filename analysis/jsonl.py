@@ -14,23 +14,26 @@ keys, and an experiment's field names are none of the record's: critique.base.re
 so the lines holding `"stage": "summary"` are the summaries' and perhaps a few more (a nested
 key of that name), which the parsed records then leave out; a large log is mapped, not copied,
 for that search. The lines chosen, or all of a log of short records (predictions), are parsed
-at once by orjson, an experiment's fields read by their names alone (records.flat). Whenever a
-line is not as expected -- not one JSON object, a blank line, a NaN -- the whole file takes the
-plain path, `json.loads` line by line. A last line without its newline (cut by a killed writer)
-always takes the plain path: it is kept if it parses, else skipped and reported, as
-`critique.base.rundir.read_jsonl` does.
+at once by msgspec into the fields asked for alone (the others are passed over, never built), an
+experiment's fields read by their names alone (records.flat). Whenever a line is not as expected --
+not one JSON object, a blank line, a NaN -- the whole file takes the plain path, `json.loads` line by
+line. A last line without its newline (cut by a killed writer) always takes the plain path: it is
+kept if it parses, else skipped and reported, as `critique.base.rundir.read_jsonl` does.
 
 Records come back as rows: one tuple of the wanted fields per record.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import mmap
 import re
-from operator import itemgetter
+import typing
+from operator import attrgetter, itemgetter
 from pathlib import Path
 
+import msgspec
 import orjson
 
 from critique.base.records import flat
@@ -84,21 +87,64 @@ def _selected(data: bytes, end: int, where: Where) -> bytes:
 
 
 def _whole(data: bytes, end: int, fields: tuple[str, ...]) -> list[Row] | None:
-    """Rows of the whole lines in data[:end], parsed at once as one JSON array by orjson (short
-    records: one call costs half of one per line, and orjson a third less than json.loads);
+    """Rows of the whole lines in data[:end], parsed at once as one JSON array (short records: one call
+    costs half of one per line): by msgspec into the fields alone, the others passed over (`_decoded`), or,
+    where a field is asked for twice or is the experiment itself, by orjson (a third less than json.loads);
     None when a line is not one JSON object."""
-    body = data[:end].rstrip(b"\n")
-    if not body:
+    body = data[:end]  # whole lines: it ends with a newline
+    lines = body.count(b"\n")
+    if lines == len(body):  # nothing, or blank lines alone
         return []
+    # every newline but the last one a comma (a blank line makes two in a row: not JSON); the last one is blank space
+    array = b"[" + body.replace(b"\n", b",", lines - 1) + b"]"
     try:
-        records = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
-    except ValueError:  # orjson.JSONDecodeError included; NaN too, which the plain path reads
+        if fields and EXPERIMENT not in fields and len(set(fields)) == len(fields):
+            return _decoded(array, lines, fields)
+        records = orjson.loads(array)
+    except ValueError:  # msgspec's and orjson's errors included; NaN too, which the plain path reads
         return None
-    if len(records) != body.count(b"\n") + 1 or not all(type(r) is dict for r in records):
+    if len(records) != lines or not all(type(r) is dict for r in records):
         return None  # a blank line, a line holding two values, or one that is not an object
     if b'"experiment":' in body:  # an experiment's fields, read by their names (critique.base.records.flat)
         records = list(map(flat, records))
     return _taken(records, fields)
+
+
+EXPERIMENT = "experiment"  # a prediction's object of its experiment's own fields (critique.base.records)
+
+
+def _decoded(array: bytes, lines: int, fields: tuple[str, ...]) -> list[Row] | None:
+    """The rows of ``fields`` of a JSON array of ``lines`` objects (None when it holds more: a line of two); a
+    record with an experiment's fields gives them by their names (critique.base.records.flat), as json.loads
+    and flat read it."""
+    found = _decoder(fields).decode(array)  # a line that is no object: ValidationError
+    if len(found) != lines:
+        return None
+    rows, experiments = _getters(fields)
+    rows = list(map(rows, found)) if len(fields) > 1 else [(row,) for row in map(rows, found)]
+    if any(map(experiments, found)):
+        for i, experiment in enumerate(map(experiments, found)):
+            if experiment:
+                record = flat({**dict(zip(fields, rows[i])), EXPERIMENT: experiment})
+                rows[i] = tuple(record.get(f) for f in fields)
+    return rows
+
+
+@functools.lru_cache(maxsize=None)
+def _decoder(fields: tuple[str, ...]) -> msgspec.json.Decoder:
+    """A decoder of a JSON array of objects into one struct per object that holds ``fields`` and the experiment's
+    object alone (None where an object lacks one; the other fields are passed over, never built): what json.loads
+    gives of them, or an error where a line is not strict JSON (NaN, a lone surrogate, bytes that are not UTF-8)
+    or not an object."""
+    names = {f"f{i}": name for i, name in enumerate((*fields, EXPERIMENT))}
+    row = msgspec.defstruct("Row", [(name, typing.Any, None) for name in names], rename=names, gc=False)
+    return msgspec.json.Decoder(list[row])
+
+
+@functools.lru_cache(maxsize=None)
+def _getters(fields: tuple[str, ...]) -> tuple[attrgetter, attrgetter]:
+    """Getters of a `_decoder` struct's fields (a tuple of them; the one value with one field) and experiment."""
+    return attrgetter(*(f"f{i}" for i in range(len(fields)))), attrgetter(f"f{len(fields)}")
 
 
 def _taken(records: list[dict], fields: tuple[str, ...]) -> list[Row]:

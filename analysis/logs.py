@@ -5,7 +5,8 @@ table read a run directory's files through these functions, and nowhere else.
 - `rows(run, log, fields)`: every record of a log, only the fields asked for, one tuple per record in file
   order (analysis.jsonl: the messages and response of a call are never parsed); `stages`: only the records
   of those stages, the other lines passed over unread.
-- `predictions(run, stages)`: whole prediction records, the latest per item (a rerun's replaces a failed one).
+- `predictions(run, stages)`: whole prediction records, the latest per item (a rerun's replaces a failed one);
+  `labeled(prediction)`: it has a gold label to be judged against (a Learner's predict answers have none).
 - `records(run, log)`, `record_chunks(run, log, size)`: whole records, all at once or a few at a time.
 - `memory(run)`: the episodic entries (None when the run has none); `memory_document(run, name)`: a JSON file
   of the memory folder (semantic.json, demoted.json).
@@ -88,6 +89,12 @@ def predictions(run: str | Path, stages: tuple[str, ...] | None = None,
     if stages is not None:
         found = [r for r in found if r.get("stage") in stages]
     return rundir.latest(found)
+
+
+def labeled(prediction: dict) -> bool:
+    """The prediction was judged against a gold label (``correct`` true or false); a Learner's ``predict`` answers
+    have none (``gold`` and ``correct`` null): never right, never wrong."""
+    return prediction.get("gold") is not None
 
 
 def memory(run: str | Path, problems: list[str] | None = None, log: str = EPISODIC) -> list[dict] | None:

@@ -4,7 +4,8 @@ timeouts, what its memory holds (analysis.method_memory: empty, a placeholder, i
 what its offline stage spent and whether --train-budget stopped it, its tokens per test question, its break-even
 against EP_LABEL, and item-level paired tests against EP+SEM_CRIT and zero_shot of the same run (exact McNemar on the
 items the two answered differently), Holm-adjusted over the family of one run's comparisons; the run's critique
-strategies beside them, with the train stage they pay."""
+strategies beside them, with the train stage they pay, and many_shot (the in-context learning baseline: labeled train
+items in its prompt, no offline stage) where the run has it: a run with a field method or many_shot has rows."""
 
 from __future__ import annotations
 
@@ -23,18 +24,19 @@ COLUMNS = ["model", "dataset", "method", "accuracy", "n", "errors", "timeouts", 
            "offline_tokens", "offline_dollars", "train_budget", "stopped", "total_tokens_per_question",
            "dollars_per_question", "break_even", "against", "diff", "wins", "losses", "timeout_losses", "p", "p_holm",
            "mde"]
-NOTE = ("method: a field method of the run (memory/METHOD.json), or a critique strategy of the same run (its "
-        "offline stage: the whole train stage, as Table 5 counts it); accuracy: % of the test questions (n), errors "
-        "and timeouts counted wrong; timeouts: its test answers cut at the token limit (max_tokens); notes: the "
-        "notes of its memory; memory: what they are, from its offline stage's calls: 'empty' (none), 'placeholder' "
-        "(text of a prompt the model copied back, such as a curator's example), 'starting program' (text its "
-        "stage's first prompt already held, such as the task's own instructions), or 'learned' (written by the "
-        "model, or composed from the train items; how many notes are not, and how many pools are empty); "
-        "offline_calls, offline_tokens: its offline stage's calls and their prompt + completion "
-        "tokens (each distinct request once); train_budget: --train-budget (each pool's share when a preference "
-        "dataset has several); stopped: the pools whose stage the budget stopped, or where a call failed "
-        "(a rerun retries it); total_tokens_per_question: prompt + completion tokens per answered test question "
-        "(Table 1's tokens_per_question counts completion tokens only); "
+NOTE = ("method: a field method of the run (memory/METHOD.json), a critique strategy of the same run (its "
+        "offline stage: the whole train stage, as Table 5 counts it), or many_shot, the in-context baseline (as many "
+        "labeled train items as fit in the context in every prompt; no offline stage: 0 calls and tokens); "
+        "accuracy: % of the test questions (n), errors and timeouts counted wrong; timeouts: its test answers cut at "
+        "the token limit (max_tokens); notes: the notes of its memory; memory: what they are, from its offline "
+        "stage's calls: 'empty' (none), 'placeholder' (text of a prompt the model copied back, such as a curator's "
+        "example), 'starting program' (text its stage's first prompt already held, such as the task's own "
+        "instructions), or 'learned' (written by the model, or composed from the train items; how many notes are "
+        "not, and how many pools are empty); offline_calls, offline_tokens: its offline stage's calls and their "
+        "prompt + completion tokens (each distinct request once); train_budget: --train-budget (each pool's share "
+        "when a preference dataset has several); stopped: the pools whose stage the budget stopped, or where a "
+        "call failed (a rerun retries it); total_tokens_per_question: prompt + completion tokens per answered test "
+        "question (Table 1's tokens_per_question counts completion tokens only); "
         "offline_dollars, dollars_per_question: the same tokens at the run's price (its manifest's; '-' where no "
         "price is known); "
         "break_even: offline tokens / (EP_LABEL's total tokens per question - the method's), the test questions after "
@@ -49,8 +51,8 @@ def tables(metas: list[dict], problems: list[str]) -> list[Table]:
     rows = [row for meta in metas if meta.get("probe") is None and meta.get("ablation") is None
             for row in _rows(meta, problems)]
     if not rows:
-        return [Table(KEY, TITLE, skipped="no field method among the inputs (critique run --strategies "
-                                          "ace,dc,expel,...)")]
+        return [Table(KEY, TITLE, skipped="no field method nor many_shot among the inputs (critique run --strategies "
+                                          "ace,dc,expel,many_shot,...)")]
     return [Table(KEY, TITLE, COLUMNS, rows, note=NOTE)]
 
 
@@ -73,7 +75,7 @@ def _rows(meta: dict, problems: list[str]) -> list[dict]:
 
     path = Path(meta["path"])
     methods = learned(path, problems)
-    if not methods:
+    if not methods and vocab.MANY_SHOT not in (logs.manifest(path).get("config") or {}).get("strategies", []):
         return []
     answers = _answers(logs.predictions(path, (vocab.TEST,), problems))
     price = prices.of_run(path)
@@ -82,6 +84,9 @@ def _rows(meta: dict, problems: list[str]) -> list[dict]:
     costs = {name: {**_cost(document), **kept[name], "offline_dollars": _method_dollars(offline, document, price)}
              for name, document in methods.items() if answers.get(name)}
     costs.update({name: cost for name, cost in _train_stage_costs(offline, price).items() if answers.get(name)})
+    if answers.get(vocab.MANY_SHOT):  # the baseline: nothing offline, its examples paid in every prompt
+        costs[vocab.MANY_SHOT] = {"offline_calls": 0, "offline_tokens": 0, "train_budget": None, "stopped": None,
+                                  "notes": None, "memory": None, "offline_dollars": prices.dollars(price, 0, 0)}
     rows = []
     for name, cost in costs.items():
         mine = answers[name]

@@ -37,6 +37,7 @@ from pathlib import Path
 from critique.analysis import logs
 from critique.base import rundir
 from critique.base.config import IDENTITY, manifest_value
+from critique.base.distribution import install
 
 RUN_TAG = "critique.run_dir"
 RUN_ID_TAG = "critique.run_id"
@@ -49,7 +50,7 @@ LOGS = ("calls.jsonl", "predictions.jsonl")
 def add_option(parser) -> None:
     """The --mlflow option of a command."""
     parser.add_argument("--mlflow", nargs="?", const="", default=None, metavar="TRACKING_URI",
-                        help="log each run directory as an MLflow run (needs `pip install critique[mlflow]`); "
+                        help=f"log each run directory as an MLflow run (needs `{install('mlflow')}`); "
                              "TRACKING_URI: where (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db, a SQLite "
                              "database in the working folder)")
 
@@ -71,7 +72,7 @@ def log_runs(paths: list, tracking_uri: str | None = None, extra: dict | None = 
     try:
         from mlflow.tracking import MlflowClient
     except ImportError:
-        raise UserError("--mlflow needs MLflow: pip install critique[mlflow]") from None
+        raise UserError(f"--mlflow needs MLflow: {install('mlflow')}") from None
     from critique.analysis.read import find_runs
 
     errors: list[str] = []

@@ -1,4 +1,4 @@
-"""The online tables (shared/MEMORY.md section 1): what a stream (critique stream) did, over time and at its end.
+"""The online tables (docs/memory.md section 1): what a stream (critique stream) did, over time and at its end.
 
 Reads the runs whose manifest's probe is a stream: their predictions (stage ``stream``, one per step; a step whose
 call failed is left out) and their notes (memory/notes.jsonl, every version). Per stream (its model labelled with
@@ -58,7 +58,7 @@ NOTE = ("similarity: with --conflicts revise, how similar a shown note must be t
         "left out), of: the test questions; accuracy over the steps answered with its 95% Wilson interval; gain: "
         "against the memory-off stream of the same model, dataset and order (--feedback none --start empty), in "
         "points, with the exact McNemar p on the items answered differently (wins, losses) and its mde (below); "
-        "written: notes the stream wrote; l: MEMORY.md's l, the share of wrong answers (U=0) written back trusted "
+        "written: notes the stream wrote; l: docs/memory.md's l, the share of wrong answers (U=0) written back trusted "
         "(stored as right and not demoted; a note whose critique names no verdict is not trusted and stays in the "
         "denominator) with its Wilson interval: with --feedback self the critic's leniency (it is shown no label), "
         "with --feedback gold the critic contradicting the gold label it was shown; s: the same of right answers; "
@@ -68,8 +68,8 @@ NOTE = ("similarity: with --conflicts revise, how similar a shown note must be t
         "and within those it answered wrong (the questions' difficulty taken out); e0: the intercept of the slope "
         "the attractor uses (kappa_within when there is one, else kappa), slope_low/high: that slope's 95% "
         "percentile interval over resampled steps; attractor: the predicted share of wrong notes among trusted ones "
-        "where the write-back loop settles (MEMORY.md: p = e*l/(e*l+(1-e)*s), e = e0 + kappa*p), attractor_why: why "
-        "it is no test (a slope that cannot be told from 0: with kappa = 0 the prediction is e*l/(e*l+(1-e)*s) of "
+        "where the write-back loop settles (docs/memory.md: p = e*l/(e*l+(1-e)*s), e = e0 + kappa*p), attractor_why: "
+        "why it is no test (a slope that cannot be told from 0: with kappa = 0 the prediction is e*l/(e*l+(1-e)*s) of "
         "the notes the stream wrote, the same ratio of the same notes as corrupted), - when it is one; corrupted: "
         "the share the stream's own trusted notes reached; revised, disabled: notes the conflict policy or the "
         "disabling test changed, "

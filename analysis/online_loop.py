@@ -1,4 +1,4 @@
-"""The write-back loop's statistics (shared/MEMORY.md section 1), from a stream's note versions and steps: who is
+"""The write-back loop's statistics (docs/memory.md section 1), from a stream's note versions and steps: who is
 trusted, the loop's l and s (the shares of wrong and of right answers written back trusted), the share of the
 trusted notes a step was shown that are wrong (the loop's p), the contamination slope (pooled, or within the
 memory-off arm's strata so that the questions' difficulty is taken out) with its interval, and the predicted attractor, where p = q(p), with whether it tests
@@ -21,7 +21,7 @@ def trusted_wrong_rate(p: float, e0: float, kappa: float, leniency: float, s: fl
 
 
 def attractor(e0: float, kappa: float, leniency: float, s: float, grid: int = 10_000) -> float | None:
-    """Where the write-back loop settles (MEMORY.md section 1): the least p in [0, 1] with p = q(p)
+    """Where the write-back loop settles (docs/memory.md section 1): the least p in [0, 1] with p = q(p)
     (trusted_wrong_rate), which a bank that starts clean reaches; within [0, 1] while e0 + kappa*p is, it is the
     root of kappa*(l-s)*p^2 + (e0*(l-s) + s - kappa*l)*p - e0*l = 0. Found on a grid of ``grid`` steps, then by
     bisection; None when nothing is ever stored as right."""

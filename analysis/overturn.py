@@ -1,4 +1,4 @@
-"""The overturn table (shared/MEMORY.md section 2): can a true note overturn a false one?
+"""The overturn table (docs/memory.md section 2): can a true note overturn a false one?
 
 Reads the runs of `critique probe overturn` (manifest probe {name: overturn}) and reports, per run and pair
 condition (the false and the true critique in one prompt, false first or true first, plain or with provenance):

@@ -17,7 +17,7 @@ HELP = "how many paired test items a difference needs at 80% power, and what the
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("plan", help=HELP, description=HELP)
+    parser = sub.add_parser("plan", help=HELP.replace("%", "%%"), description=HELP)  # argparse %-formats a help
     parser.add_argument("run", nargs="?", metavar="RUN_DIR",
                         help="a pilot run directory: each strategy's discordance against zero_shot, and the calls "
                              "and dollars per test item, come from its logs")

@@ -1,7 +1,7 @@
 """Find run directories, check their manifests, and read their records.
 
 `start` reads the manifests at once and the JSON-lines logs in worker processes when the
-logs are large, while scipy.stats loads in its helper (analysis.stats). A run's records come
+logs are large, while scipy loads in its helper (analysis.stats). A run's records come
 back counted per (stage, strategy, user) (analysis.tally), cheap to send between processes;
 only the runs of an experiment that another run also did come back as records, for
 analysis.load to keep the later run's.
@@ -9,6 +9,7 @@ analysis.load to keep the later run's.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
@@ -16,11 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import hashlib
-
-from critique.base import rundir
 from critique.analysis import consistency, count_cache, logs, tally
-from critique.base import vocab
+from critique.base import offline_totals, rundir, vocab
 from critique.base.config import IDENTITY, manifest_value
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
@@ -34,11 +32,11 @@ CONFIG_SETTINGS = tuple(k for k in IDENTITY if k != "model")  # from the manifes
 SETTINGS = CONFIG_SETTINGS + ("endpoint", "weights", "data")
 # The setting an ablation varies: its experiments differ in it by design.
 ABLATED = {"k": "k", "parts": "parts", "train_size": "train_fraction", "gate": "gate"}
-# A prediction carries the tokens of the call that answered it, so only the calls without a
-# prediction are read from calls.jsonl: the critiques and the summary (Table 5's offline costs).
+# A prediction carries the tokens of the call that answered it, so only the calls without a prediction are read
+# from calls.jsonl: the critiques and the summary (Table 5's offline costs), or their totals in the manifest.
 CALL_FIELDS = ("stage", "user", "item_id", "completion_tokens", "reasoning_tokens", "error", "request_hash", "model",
                "prompt_tokens")
-CALL_STAGES = (vocab.CRITIQUE, vocab.RECRITIQUE, vocab.SUMMARY)
+CALL_STAGES = offline_totals.STAGES
 MEMORY_FIELDS = ("assertion_mismatch", "recritique")  # of an episodic entry, or one --on-mismatch drop left out
 PARALLEL_BYTES = 32 * 1024 * 1024  # below this, worker processes cost more than they save
 
@@ -109,6 +107,7 @@ def run_meta(path: Path, manifest: dict) -> dict:
         "templates": templates,
         "settings": settings,  # what else defines the experiment (SETTINGS)
         "local_model": local if isinstance(local, dict) else None,  # the embedded model's weights and bounds
+        "offline_totals": manifest.get(offline_totals.FIELD),  # its offline calls, as the writer counted them
         "variant": "",  # the settings that tell it from another experiment of its kind (see label_variants)
         # a Learner's fit is not a study run (older Learner folders have no mark: no test split either)
         "learner": manifest.get("learner") is True or (manifest.get("learner") is None and dataset.get("n_test") == 0),
@@ -205,48 +204,49 @@ def memory_counts(path: str, problems: list[str]) -> tuple[int, int]:
 
 
 def read_records(path: str, plain: bool, shared: bool, with_users: bool, exact: bool, model: str | None = None,
-                 n_test: int | None = None) -> tuple[dict | list, dict | list, list[str], list[str]]:
+                 n_test: int | None = None, totals=None) -> tuple[dict | list, dict | list, list[str], list[str]]:
     """`count`, or what it counted in the same logs before (analysis.count_cache): tallies only."""
     if shared or exact:
-        return count(path, plain, shared, with_users, exact, model, n_test)
-    how, logs_before = [plain, with_users, model, n_test], count_cache.identity(path)
+        return count(path, plain, shared, with_users, exact, model, n_test, totals)
+    how, logs_before = [plain, with_users, model, n_test, totals], count_cache.identity(path)
     found = count_cache.load(path, how, logs_before)
     if found is None:
-        found = count(path, plain, shared, with_users, exact, model, n_test)
+        found = count(path, plain, shared, with_users, exact, model, n_test, totals)
         if not found[3]:
             count_cache.store(path, how, logs_before, found)
     return found
 
 
 def count(path: str, plain: bool, shared: bool, with_users: bool, exact: bool, model: str | None = None,
-          n_test: int | None = None) -> tuple[dict | list, dict | list, list[str], list[str]]:
-    """One run's predictions and calls, the problems met, and the errors (a log that cannot be
-    read at all, or records that contradict the manifest: the run is left out).
+          n_test: int | None = None, totals=None) -> tuple[dict | list, dict | list, list[str], list[str]]:
+    """One run's predictions and calls, the problems met, and the errors (a log that cannot be read at all, or
+    records that contradict the manifest: the run is left out).
 
-    Predictions and calls come as tallies (analysis.tally), or, for a run whose experiment
-    another run also did (`shared`), as records (predictions by item, call rows), for
-    analysis.load to keep the later run's.
-    Within a run a later prediction of an item replaces an earlier one (a rerun after a failed
-    call); only answered calls are kept, each request once (a repeated line is counted once). Only
-    what a table uses is counted: calls (critiques and summaries), tokens, timeouts and parse
-    failures of plain runs only; users only for preference data (others count as the one user "").
-    The records are checked against the manifest: every call names its ``model``, and no strategy
-    answers more test items than its dataset has (``n_test``).
+    Predictions and calls come as tallies (analysis.tally), or, for a run whose experiment another run also did
+    (`shared`), as records (predictions by item, call rows), for analysis.load to keep the later run's. Within a run
+    a later prediction of an item replaces an earlier one (a rerun after a failed call); only answered calls are
+    kept, each request once (a repeated line is counted once). Only what a table uses is counted: calls (critiques
+    and summaries), tokens, timeouts and parse failures of plain runs only; users only for preference data (others
+    count as the one user ""). The calls are counted by the run's writer while calls.jsonl is as it wrote it (the
+    manifest's ``totals``, analysis.consistency.offline), else read. The records are checked against the manifest:
+    every call names its ``model``, and no strategy answers more test items than its dataset has (``n_test``).
     """
     problems: list[str] = []
+    offline = consistency.offline(path, totals) if plain and not (shared or exact) else None
     try:
         predictions = logs.rows(path, logs.PREDICTIONS, PREDICTION_FIELDS, problems, exact)
-        calls = logs.rows(path, logs.CALLS, CALL_FIELDS, problems, exact, CALL_STAGES) if plain else []
+        read_calls = plain and offline is None
+        calls = logs.rows(path, logs.CALLS, CALL_FIELDS, problems, exact, CALL_STAGES) if read_calls else []
     except OSError as exc:
         return {}, {}, problems, [f"{path}: cannot read its logs ({exc}); left out"]
-    predictions, calls = tally.latest_per_item(predictions, with_users), tally.answered_calls(calls)
-    calls = consistency.once_each(path, calls, problems)
-    contradiction = consistency.contradiction(path, predictions, calls, model, n_test)
+    predictions = tally.latest_per_item(predictions, with_users)
+    calls, models = consistency.answered(path, calls, offline, problems)
+    contradiction = consistency.contradiction(path, predictions, models, model, n_test)
     if contradiction:
         return {}, {}, problems, [contradiction]
     if shared:
         return predictions, calls, problems, []
-    return tally.predictions(predictions, plain), tally.calls(calls), problems, []
+    return tally.predictions(predictions, plain), offline.tallies if offline else tally.calls(calls), problems, []
 
 
 def kind(meta: dict) -> tuple:
@@ -331,11 +331,13 @@ def shared(metas: list[dict]) -> list[bool]:
 def jobs(metas: list[dict]) -> list[tuple]:
     """The arguments of read_records for each run."""
     return [(m["path"], plain(m), repeated, m["kind"] == vocab.PREFERENCE, m["log_version"] != rundir.LOG_VERSION,
-             m["model"], m["n_test"]) for m, repeated in zip(metas, shared(metas))]
+             m["model"], m["n_test"], m["offline_totals"]) for m, repeated in zip(metas, shared(metas))]
 
 
 def _log_bytes(metas: list[dict]) -> int:
-    files = [Path(m["path"]) / name for m in metas for name in (rundir.CALLS, rundir.PREDICTIONS)]
+    """The bytes of the logs to read: the predictions, and the calls the manifest's totals do not stand for."""
+    calls = [m for m in metas if plain(m) and consistency.offline(m["path"], m["offline_totals"]) is None]
+    files = [Path(m["path"]) / rundir.PREDICTIONS for m in metas] + [Path(m["path"]) / rundir.CALLS for m in calls]
     return sum(f.stat().st_size for f in files if f.exists())
 
 
@@ -381,14 +383,12 @@ def found(paths: list[str], allow_mixed: bool = False) -> tuple[list[dict], list
 def start(paths: list[str], allow_mixed: bool = False, workers: int | None = None,
           found_: tuple | None = None) -> Pending:
     """Read the manifests now (unless `found_` holds what `found` returned for them); read the
-    logs now (small, or a machine of 2 cores or fewer) or in worker processes (large)."""
+    logs now (small, or a machine of one core) or in a worker process per core (large)."""
     metas, errors, problems = found_ if found_ is not None else found(paths, allow_mixed)
     pending = Pending(metas, problems, errors)
     work = jobs(metas)
-    if workers is None:  # one core is left to the scipy helper (analysis.stats), which loads meanwhile
-        workers = usable_cores() - 1
-        if workers > 1 and _log_bytes(metas) < PARALLEL_BYTES:
-            workers = 1
+    if workers is None:  # the scipy helper (analysis.stats) loads in 0.2 s of CPU: it needs no core of its own
+        workers = usable_cores() if _log_bytes(metas) >= PARALLEL_BYTES else 1
     workers = min(workers, len(work))
     if workers <= 1:
         pending._done = [read_records(*job) for job in work]

@@ -3,16 +3,18 @@
 Student's t comes from scipy.special (`stdtrit`, `stdtr`: the functions scipy.stats.t itself calls), so the
 numbers are scipy.stats's (tests/test_analysis_stats.py holds them equal) without `import scipy.stats`, which
 takes about 1.4 s of CPU on a 2-core machine (it loads most of scipy), as long as all the rest of `critique
-tables` on a whole study's logs; numpy and scipy.special take about 0.5 s. `critique tables` calls
-`start_helper()` first: a forked helper process imports them while this process reads the logs and builds the
-cells, and then computes the statistics this process sends it. Without the helper (tests, library use, a
-platform without fork) they are imported here; the numbers are the same.
+tables` on a whole study's logs; numpy and scipy.special take about 0.3 s. `critique tables` calls
+`start_helper()` first when a table may test something (plain runs: Table 2 and the claims; analysis.analyse):
+a forked helper process imports them while this process reads the logs and builds the cells, and then computes
+the statistics this process sends it. Without the helper (tests, library use, a platform without fork, a table
+that tests nothing after all) they are imported here when first asked for; the numbers are the same.
 """
 
 from __future__ import annotations
 
 import atexit
 import math
+import os
 
 TIE_DECIMALS = 9  # differences equal to this many decimals are ties (float noise of per-user means)
 
@@ -61,6 +63,8 @@ def stop_helper() -> None:
 
 
 def _serve(connection, ahead: tuple | None = None) -> None:
+    if ahead is None:  # a few small statistics: numpy loads faster with one BLAS thread than with one per core
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from scipy import special  # noqa: F401 - the import is the work done ahead
 
     state = _run_ahead(ahead)

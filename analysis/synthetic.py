@@ -12,7 +12,7 @@ import random
 from dataclasses import asdict
 from pathlib import Path
 
-from critique.base import records
+from critique.base import offline_totals, records
 from critique.base import rundir
 from critique.base import vocab
 from critique.base.config import RunConfig
@@ -96,11 +96,18 @@ def write_jsonl(path: Path, records) -> None:
 
 
 def write_run(path: str | Path, manifest_: dict, calls=(), predictions=()) -> Path:
-    path = Path(path)
+    """A run directory of these records; the manifest of a finished run (not "running") with the offline stages'
+    totals of its calls, as the runner writes them (critique.base.offline_totals)."""
+    path, calls = Path(path), list(calls)
     path.mkdir(parents=True, exist_ok=True)
-    (path / rundir.MANIFEST).write_text(json.dumps(manifest_, indent=2, sort_keys=True), encoding="utf-8")
     write_jsonl(path / rundir.CALLS, calls)
     write_jsonl(path / rundir.PREDICTIONS, predictions)
+    if manifest_.get("status") != "running":
+        totals = offline_totals.Totals()
+        for record in calls:
+            totals.add(record)
+        manifest_ = {**manifest_, offline_totals.FIELD: totals.value((path / rundir.CALLS).stat().st_size)}
+    (path / rundir.MANIFEST).write_text(json.dumps(manifest_, indent=2, sort_keys=True), encoding="utf-8")
     return path
 
 

@@ -1,4 +1,4 @@
-"""The study's tables (SPEC section 5), each built from `Cells`; Table 2 and the headline claims are
+"""The study's tables (docs/method.md section 5), each built from `Cells`; Table 2 and the headline claims are
 analysis.claims'.
 
 Every table function returns a `Table`: long rows for machine use, an optional wide

@@ -54,7 +54,7 @@ def records(rows: list[dict], columns: list[str]) -> list[dict]:
 
 def strategy_order(names) -> list[str]:
     names = list(dict.fromkeys(names))
-    known = [s for s in (vocab.TRAIN, *vocab.STRATEGIES) if s in names]
+    known = [s for s in (vocab.TRAIN, *vocab.STRATEGIES, vocab.MANY_SHOT) if s in names]  # then the field's methods
     return known + sorted((n for n in names if n not in known), key=name_key)
 
 

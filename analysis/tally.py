@@ -18,7 +18,7 @@ label: the confusion counts (analysis.answers; the answer None where none counts
 
 from __future__ import annotations
 
-import math
+from critique.base.offline_totals import counts as _counts  # a token count that counts
 
 (RECORDS, CORRECT, TIMEOUT, PARSE_FAILED, ERRORS, OVERFLOWS, ANSWERED, WITH_TOKENS, TOKENS, CHECKED, DELIVERED,
  DELIVERED_CORRECT, WITH_PROMPT, PROMPT_TOKENS, REASONING, GOLD, ANSWERS) = range(17)
@@ -45,12 +45,6 @@ def label(value):
     if isinstance(value, float) and value != value:
         return None
     return value if isinstance(value, (int, float)) else str(value)
-
-
-def _counts(value) -> bool:
-    """A token count that counts: a JSON number (not a bool), finite (not NaN or Infinity) and not negative
-    (a negative count is no count: it is left out as a missing one is)."""
-    return (type(value) is int and value >= 0) or (type(value) is float and math.isfinite(value) and value >= 0)
 
 
 def _user(user, users: bool):

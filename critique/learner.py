@@ -217,7 +217,7 @@ class Learner:
     def log_mlflow(self, tracking_uri: str | None = None, scores: dict[str, Evaluation] | None = None) -> str:
         """Log this Learner's folder as one MLflow run (settings, manifest, memory; ``scores`` from ``evaluate``
         as metrics ``evaluate/accuracy/<strategy>`` with its interval and n) and return its run id; logging again
-        adds to the same MLflow run. Needs ``pip install critique[mlflow]``."""
+        adds to the same MLflow run. Needs ``pip install 'critique-bench[mlflow]'``."""
         from critique.analysis import mlflow_log
 
         extra = {f"evaluate/{name}/{s.strategy}": value for s in (scores or {}).values()

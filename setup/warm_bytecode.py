@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 MODULES = ["litellm", "sentence_transformers", "faiss", "jinja2", "diskcache", "filelock", "tqdm", "joblib",
-           "scipy.stats", "orjson", "matplotlib", "matplotlib.pyplot", "numpy"]
+           "scipy.stats", "orjson", "msgspec", "matplotlib", "matplotlib.pyplot", "numpy"]
 
 
 def main() -> None:

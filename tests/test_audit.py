@@ -113,13 +113,16 @@ def test_reuse_per_entry_and_strategy(runs):
     # the reuse n counts EP_CRIT and EP+SEM_CRIT prompts (audit.REUSE), never EP_LABEL's
     assert {k: r["n"] for k, r in rows.items()} == {"e0": 4, "e1": 1, "e2": 1, "e3": 0, "e4": 2, "e5": 1, "e6": 1,
                                                     "e7": 0, "e8": 0, "e9": 0}  # e9: only in a replaced record
-    assert rows["e0"]["reuse"] == {"EP_LABEL": {"n": 3, "correct": 2}, "EP_CRIT": {"n": 3, "correct": 1},
-                                   "EP+SEM_CRIT": {"n": 1, "correct": 1}}  # every strategy's retrievals, listed
-    assert rows["e0"]["correct"] == 2 and rows["e4"]["correct"] == 0
+    assert rows["e0"]["reuse"] == {"EP_LABEL": {"n": 3, "labeled": 3, "correct": 2},
+                                   "EP_CRIT": {"n": 3, "labeled": 3, "correct": 1},
+                                   "EP+SEM_CRIT": {"n": 1, "labeled": 1, "correct": 1}}  # every strategy's, listed
+    assert rows["e0"]["correct"] == 2 and rows["e4"]["correct"] == 0 and rows["e0"]["labeled"] == 4
+    assert a["prompts"] == {"stages": ["test"], "labeled": 16, "unlabeled": 0, "note": None}  # a study's: all labeled
     assert {s: (v["prompts"], v["prompts_with_memory"], v["retrievals"], v["entries_reached"])
             for s, v in a["reuse"].items()} == {"zero_shot": (4, 0, 0, 0), "EP_LABEL": (4, 4, 7, 5),
                                                 "EP_CRIT": (4, 4, 7, 5), "EP+SEM_CRIT": (4, 3, 3, 3)}
     assert a["reuse"]["EP_CRIT"]["accuracy_with_memory"] == pytest.approx(0.25)
+    assert a["reuse"]["zero_shot"]["accuracy_with_memory"] is None and a["reuse"]["EP_CRIT"]["unlabeled"] == 0
     s = a["summary"]
     assert (s["entries"], s["retrievals"], s["never_retrieved"]) == (10, 10, 4)
     assert s["never_retrieved_share"] == pytest.approx(0.4)
@@ -268,7 +271,7 @@ def test_cli_formats(runs, tmp_path, capsys):
     assert set(data) == {"audits", "inputs", "problems", "errors"}
     a = data["audits"][0]
     assert set(a) == {"run", "model", "dataset", "kind", "experiment", "strategies", "answer_space", "memory", "note",
-                      "truth", "summary", "reuse", "entries", "failures", "semantic", "methods"}
+                      "truth", "prompts", "summary", "reuse", "entries", "failures", "semantic", "methods"}
     assert set(a["entries"][0]) >= {"id", "item_id", "initial_answer", "gold", "critique", "asserted", "U", "r", "b",
                                     "n", "correct", "reuse", "retrieved_by", "similarity", "flipped"}
     assert set(a["summary"]) >= {"never_retrieved_share", "top10_share", "leniency", "contradiction", "mean_b_u0",

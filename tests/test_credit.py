@@ -1,5 +1,5 @@
 """`critique credit`: the deletion test on a scripted fake model whose answers depend on which memory
-entries its prompt shows, so every tier is known in advance (shared/MEMORY.md section 3)."""
+entries its prompt shows, so every tier is known in advance (docs/memory.md section 3)."""
 
 import hashlib
 import json

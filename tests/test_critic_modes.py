@@ -17,7 +17,8 @@ from critique.datasets.splits import Item
 from critique.engine.memory import critic
 
 ANIMALS = ["heron", "walrus", "quokka", "marmot"]  # labels that no question, task or template text holds
-VOLATILE = {"run_id", "time", "latency_s", "started", "finished", "resumed", "command", "folders"}  # differ between runs
+VOLATILE = {"run_id", "time", "latency_s", "started", "finished", "resumed", "command", "folders",
+            "calls_bytes"}  # differ between runs (calls_bytes: the size of calls.jsonl, its times and latencies)
 
 
 def run(out, *extra, limit=6, k=3, dataset="mcr-gen"):

@@ -1,6 +1,6 @@
 """Retrieval that knows when to stay silent: similarity scores logged per retrieved entry, --gate,
 --inject-budget, --retrieval contrast, `critique ablate gate` and the gate table (issue 15 section 3,
-shared/MEMORY.md section 4). The fake provider answers by a hash of the prompt, so a request answered
+docs/memory.md section 4). The fake provider answers by a hash of the prompt, so a request answered
 twice is a request sent twice: every count of calls below is exact."""
 
 import json

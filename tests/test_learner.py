@@ -201,6 +201,11 @@ def test_fit_runs_a_field_methods_offline_stage_and_predict_answers_with_its_mem
     predictions = lr.predict(NEW, strategy="dc")
     assert [p.strategy for p in predictions] == ["dc"] * 3 and all(p.answer in SPACE for p in predictions)
     assert all(p.retrieved == [n["id"] for n in sheet] for p in predictions)  # the cheatsheet it learned
+    from critique.analysis import audit, audit_methods
+
+    (dc,) = audit.audit([str(out)])["audits"][0]["methods"]  # its unlabeled predict prompts: neither right nor wrong
+    assert (dc["method"], dc["prompts"], dc["labeled"], dc["right"]) == ("dc", 3, 0, 0)
+    assert audit_methods.stage_table({"methods": [dc]}).rows[0]["right"] == "0 of 0"
     fake_llm.CALLS.clear()
     learner(out, train_budget=100_000).predict(NEW, strategy="dc")  # the offline stage replays from the log
     assert fake_llm.CALLS == []
@@ -249,3 +254,58 @@ def test_evaluate_scores_each_strategy_on_labeled_items_logged_like_a_test_stage
     assert fake_llm.CALLS == [] and {n: s.correct for n, s in again.items()} == {n: s.correct for n, s in scores.items()}
     with pytest.raises(ValueError, match="dc:online learns on the questions it answers"):
         lr.evaluate(labeled, strategies=["dc:online"])
+
+
+def test_a_note_learned_from_self_feedback_records_its_truth_as_unknown(home, fake_llm, capsys):
+    from critique.base import records
+    from critique.cli import main
+
+    out = home / "run"
+    lr = learner(out).fit(TRAIN)
+    lr.learn(NEW[0], "no")
+    lr.learn(NEW[1], "self")
+    versions = rundir.read_jsonl(out / "memory" / "notes.jsonl")
+    labelled, unlabelled = [v for v in versions if v["note"].startswith("stream:")]
+    assert unlabelled["feedback"] == "self" and unlabelled["truth"] is None  # no gold label: U is unknown, not 0
+    assert unlabelled["entry"]["gold"] is None and unlabelled["entry"]["label"] is None
+    assert labelled["entry"]["gold"] == "no" and labelled["truth"] == int(labelled["entry"]["initial_answer"] == "no")
+    assert all(v["truth"] in (0, 1) for v in versions if v["feedback"] == "train")
+    records.check("memory_entry", unlabelled["entry"])
+    records.check("note", unlabelled)
+    capsys.readouterr()
+    assert main(["memory", "list", str(out)]) == 0
+    listed = {line.split("\t")[0]: line.split("\t") for line in capsys.readouterr().out.splitlines()}
+    assert listed[unlabelled["note"]][-1] == "-"  # the truth column: unknown
+
+
+def test_audit_of_a_learner_scores_evaluates_labeled_prompts_and_leaves_predict_out(home, fake_llm, tmp_path, capsys):
+    from critique.cli import main
+
+    out = home / "run"
+    lr = learner(out).fit(TRAIN)
+    predicted = lr.predict(NEW, strategy="EP_CRIT")
+    labeled = [(q, "no") for q in NEW[::2]] + [("Iron rusts in wet air.", "yes")]
+    scores = lr.evaluate(labeled, strategies=["zero_shot", "EP_CRIT"])
+    report = tmp_path / "audit.json"
+    assert main(["audit", str(out), "--format", "json", "-o", str(report)]) == 0
+    audit = json.loads(report.read_text(encoding="utf-8"))["audits"][0]
+    ep, zero = audit["reuse"]["EP_CRIT"], audit["reuse"].get("zero_shot")  # evaluate's zero_shot prompts are read
+    assert ep["prompts"] == 6 and ep["accuracy_with_memory"] == scores["EP_CRIT"].accuracy  # over evaluate's 3 only
+    assert (ep["labeled"], ep["unlabeled"], ep["accuracy"]) == (3, 3, scores["EP_CRIT"].accuracy)
+    assert audit["prompts"]["labeled"] == 6 and audit["prompts"]["unlabeled"] == 3
+    assert ep["correct_with_memory"] == scores["EP_CRIT"].correct and ep["accuracy_without_memory"] is None
+    assert (zero["labeled"], zero["unlabeled"], zero["accuracy_with_memory"]) == (3, 0, None)
+    assert zero["accuracy"] == zero["accuracy_without_memory"] == scores["zero_shot"].accuracy
+    # reuse is use, with or without a label: every EP_CRIT prompt counts in n; right only over labeled ones
+    evaluated = scores["EP_CRIT"].records
+    assert audit["summary"]["retrievals"] == sum(len(p.retrieved) for p in predicted) + sum(
+        len(p["retrieved"]) for p in evaluated)
+    assert sum(r["labeled"] for r in audit["entries"]) == sum(len(p["retrieved"]) for p in evaluated)
+    unlabeled_uses = [u for r in audit["entries"] for u in r["retrieved_by"] if u["item_id"] in
+                      {p.id for p in predicted} and u["correct"] is None]
+    assert len(unlabeled_uses) == sum(len(p.retrieved) for p in predicted)
+    assert audit["failures"]["wrong"] == 3 - scores["EP_CRIT"].correct  # an unlabeled answer is never wrong
+    capsys.readouterr()
+    assert main(["audit", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "3 unlabeled predict prompts" in text and "left out of accuracy" in text

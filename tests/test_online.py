@@ -1,4 +1,4 @@
-"""The predicted attractor of the write-back loop (shared/MEMORY.md section 1): its closed forms, a synthetic
+"""The predicted attractor of the write-back loop (docs/memory.md section 1): its closed forms, a synthetic
 write-back loop with known parameters that settles where it says, and the online table's estimate of it from a
 synthetic stream's records."""
 

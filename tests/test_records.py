@@ -3,13 +3,14 @@ probes and the synthetic generator all validate against its JSON Schemas, record
 refuses a record that differs from the definition, and docs/run-directory.md holds its tables."""
 
 import json
+from importlib import metadata
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from critique.analysis import synthetic
-from critique.base import records
+from critique.base import distribution, records
 from critique.base import rundir
 from critique.cli import main
 
@@ -156,7 +157,8 @@ def test_the_manifest_names_the_code_the_command_and_the_folders(home, fake_llm)
     manifest = rundir.read_manifest(out)
     assert manifest["command"] == ["critique", *command]
     code = manifest["code"]
-    assert code["version"] == manifest["versions"]["critique"]
+    # the version of the installed distribution (critique-bench: critique.base.distribution), not None
+    assert code["version"] == manifest["versions"][distribution.NAME] == metadata.version(distribution.NAME)
     if (Path(records.__file__).resolve().parents[2] / ".git").exists():  # a checkout: its commit
         assert re.fullmatch(r"[0-9a-f]{40}", code["commit"]) and isinstance(code["dirty"], bool)
     assert manifest["folders"] == {"cache": str(home / "cache"), "data": str(home / "data")}

@@ -4,6 +4,7 @@ kind of record; these are the manifest's)."""
 from __future__ import annotations
 
 from critique.base.field import Field
+from critique.base.offline_totals import FIELD
 
 MANIFEST = (
     Field("log_version", "integer", "version of this contract (1)", analysis=True),
@@ -50,6 +51,12 @@ MANIFEST = (
           "labels the critic was shown, a fraction flipped), believed (--critic self: the critic's believed answer; "
           "there is no label), budget (the gold label for the --label-budget's items, the believed answer for the "
           "others); absent in older logs: gold", analysis=True, required=False),
+    Field("many_shot", "object", "a run with many_shot (critique.engine.many_shot): {order: the rule of the examples' "
+          "order, prompt_limit: the tokens a prompt may hold (the window less the reply's room; null: the window is "
+          "unknown, every example shown), pools: pool -> {examples: how many every test question of the pool is "
+          "shown, labeled: its train items with a label to show, fitted_to: the test item whose prompt (the most "
+          "tokens) the count was fitted to; null when nothing was counted}}; absent without many_shot",
+          required=False),
     Field("response_format", "object", "{asked, used, refused}: the form requests asked for JSON in (config."
           "response_format), the form they were sent in (auto: json_schema until a served model refused it; rewritten "
           "when the run completes) and form -> the refusal that made auto leave it; absent in older logs "
@@ -58,6 +65,14 @@ MANIFEST = (
           "does not support them as sent (drop_params; e.g. seed for anthropic, temperature 0 for o-series "
           "models), each deployment's model with several; [] when none; absent in older logs (not checked)",
           required=False),
+    Field(FIELD, "object", "{calls_bytes, stages, models, repeated}: what calls.jsonl held of the offline stages "
+          "(critique, recritique, summary) when the run last finished, calls_bytes its size then: stages is [{stage, "
+          "calls, completion_calls, completion_tokens, prompt_calls, prompt_tokens, reasoning}] in the order first met "
+          "(the answered calls, each request once; those that report a token count, and the sums; reasoning: one "
+          "reported reasoning tokens), models the models they name, repeated the answered records of a request already "
+          "counted (critique.base.offline_totals); the tables read them instead of calls.jsonl while it has that size; "
+          "absent in older logs, while running, and after an unreadable line of calls.jsonl", required=False,
+          analysis=True),
 )
 
 CONFIG = (

@@ -95,10 +95,12 @@ PREDICTION = (
     Field("timeout", "boolean", "the call hit the token limit (finish_reason \"length\")", analysis=True),
     Field("error", "string|null", "why no answer was obtained (failed call, missing memory); null otherwise; "
           "a record with an error is redone when the run is resumed", analysis=True),
-    Field("retrieved", "array", "ids of the episodic entries put in the prompt, nearest first"),
+    Field("retrieved", "array", "ids of the episodic entries put in the prompt, nearest first (many_shot: the "
+          "train items shown, in the order shown)"),
     Field("retrieved_scores", "array|null", "the similarity of each entry of retrieved to the question, in the same "
           "order: the cosine of their embeddings (inner product of L2-normalised vectors, as FAISS found it); [] "
-          "when none was retrieved; null when not known; absent in logs written before it existed",
+          "when none was retrieved; null when not known (many_shot: none is chosen by similarity); absent in logs "
+          "written before it existed",
           analysis=True, required=False),
     Field("injected_tokens", "integer|null", "test and learner predictions: tokens of the episodic examples in "
           "the prompt: the prompt's tokens less those of the same template rendered without examples, counted "
@@ -123,7 +125,8 @@ MEMORY_ENTRY = (
     Field("user", "string|null", "the item's user; null for single-pool data"),
     Field("question", "string", "the item's question (what retrieval embeds)"),
     Field("initial_answer", "string", "the zero-shot answer critiqued (or the no-answer text)"),
-    Field("gold", "string", "the true label"),
+    Field("gold", "string|null", "the true label; null when the item has none (a Learner's question learned with "
+          "self feedback: Learner.learn(question, \"self\"))"),
     Field("critique", "object", "the critique: the critic's three text fields"),
     Field("assertion_mismatch", "boolean|null", "the critique's correct_answer does not name the label the critic "
           "was shown as the answer (strict: asserted != label; the gold label but with --critic noisy:R; logs written "
@@ -201,7 +204,8 @@ NOTE = (
     Field("verdict", "integer|null", "r: 1 when its critique calls the answer right, 0 when wrong, null when it says "
           "neither", analysis=True),
     Field("truth", "integer|null", "U: 1 when the answer was right (the gold label; recorded for the analysis, "
-          "never shown in a prompt)", analysis=True),
+          "never shown in a prompt); null when unknown: the entry has no gold label (Learner.learn with \"self\")",
+          analysis=True),
     Field("why", "string", "what wrote this version"),
     Field("entry", "object", "the episodic entry it holds (memory_entry's fields)"),
 )

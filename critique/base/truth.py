@@ -1,12 +1,15 @@
 """What the run directory says of the truth about a memory entry and of the verdict it stores: the study's U
-and r (shared/MEMORY.md)."""
+and r (docs/memory.md)."""
 
 from __future__ import annotations
 
 
-def initial_right(entry: dict) -> bool:
+def initial_right(entry: dict) -> bool | None:
     """U = 1: the agent's initial answer to the entry's item is its gold label (the truth, whatever the
-    critic was shown; the run's own belief is critique.engine.memory.selection.right)."""
+    critic was shown; the run's own belief is critique.engine.memory.selection.right). None: unknown, the entry's
+    item has no gold label (a Learner's question learned with self feedback, ``Learner.learn(q, "self")``)."""
+    if entry.get("gold") is None:
+        return None
     return entry.get("initial_answer") == entry.get("gold")
 
 

@@ -9,6 +9,9 @@ SEM_CRIT = "SEM_CRIT"
 EP_SEM_CRIT = "EP+SEM_CRIT"
 
 STRATEGIES = (ZERO_SHOT, EP_LABEL, EP_CRIT, SEM_CRIT, EP_SEM_CRIT)
+# The in-context learning baseline beside the five (critique.engine.many_shot): as many labeled train items as fit
+# in the model's context, in a seeded order, no retrieval; a registered method, never in a run unless named.
+MANY_SHOT = "many_shot"
 _REGISTERED: list[str] = []  # the names of memory methods registered beside the five (critique.engine.methods)
 
 
@@ -33,7 +36,7 @@ BEST = EP_SEM_CRIT
 # Critique fields shown in EP examples: both, the rationale, the reflection (the first is the default).
 PARTS = ("full", "local", "global")
 
-# Offline stages each critique strategy pays for (SPEC section 5, Table 5): the whole train stage (initial
+# Offline stages each critique strategy pays for (docs/method.md section 5, Table 5): the whole train stage (initial
 # predictions, critiques, summary) for all three, EP_CRIT included, as the paper's printed break-even values count it.
 OFFLINE_STAGES = {
     EP_CRIT: ("train_predict", "critique", "summary"),
@@ -68,12 +71,12 @@ PREFERENCE = "preference"
 CONTROL_POS, CONTROL_NEG = "control-pos", "control-neg"
 CONTROLS = {CONTROL_POS: "positive", CONTROL_NEG: "negative"}
 
-# Ablation name -> the table that shows it (SPEC section 5, tables 6-8).
+# Ablation name -> the table that shows it (docs/method.md section 5, tables 6-8).
 ABLATIONS = {"train_size": "table6", "parts": "table7", "k": "table8"}
-# The values each ablation sweeps unless told otherwise (SPEC section 4).
+# The values each ablation sweeps unless told otherwise (docs/method.md section 4).
 ABLATION_VALUES = {"k": [1, 3, 5, 10], "train_size": [0.25, 0.5, 0.75, 1.0], "parts": ["local", "global", "full"],
                    "gate": [0.3, 0.5, 0.7]}
-# The retrieval gate's sweep (MEMORY.md section 4; not a table of the paper): its own table, the gate table.
+# The retrieval gate's sweep (docs/memory.md section 4; not a table of the paper): its own table, the gate table.
 GATE = "gate"
 # Answer-free checks of memory entries (critique verify; critique.experiments.verify): reorder asks an entry's
 # question again with its options permuted.

@@ -30,9 +30,13 @@ def register(sub) -> None:
     download.add_argument("--mirror", help="base URL that replaces https://raw.githubusercontent.com")
     download.set_defaults(func=_download)
     imported = actions.add_parser(
-        "import", help="a Hugging Face dataset (hf:NAME[:CONFIG]) or local Parquet/CSV/JSON files or a saved "
-                       "dataset folder (hf:./path), written as a dataset folder; --dataset hf:... then reads it")
-    imported.add_argument("source", metavar="hf:SOURCE")
+        "import", help="a Hugging Face dataset (hf:NAME[:CONFIG]), local Parquet/CSV/JSON files or a saved "
+                       "dataset folder (hf:./path), or a preset (preset:NAME[:CONFIG]: a public set's recipe, "
+                       "listed by `critique datasets list`), written as a dataset folder; --dataset then reads it")
+    imported.add_argument("source", metavar="SOURCE", help="hf:NAME[:CONFIG], hf:./path or preset:NAME[:CONFIG]")
+    imported.add_argument("--from", dest="local", metavar="PATH",
+                          help="with a preset: a local file or folder in the set's own schema (its rows, a "
+                               "save_to_disk folder or a copy of its hub repository) instead of the hub")
     for role, what in (("question", "the question (default: the first of question, text, sentence, input, "
                                     "prompt)"),
                        ("label", "the label (default: the first of label, answer, output, labels)"),
@@ -115,6 +119,7 @@ def _lines(path: Path) -> int:
 
 
 def _list(args) -> int:
+    from critique.datasets import preset
     from critique.datasets.registry import REGISTRY, data_dir
     from critique.datasets.splits import CARD
 
@@ -130,6 +135,12 @@ def _list(args) -> int:
         print(f"{folder.name:16s} {_cut(card.get('task') or '', 38):38s} {_cut(answers, 9):9s} {'yes':6s} "
               f"{sizes(folder)}  (imported from {card.get('source') or 'an unknown source'}; use --dataset "
               f"{card.get('source') or folder.name})")
+    for name in preset.names():  # recipes for public sets: `critique datasets import preset:NAME[:CONFIG]`
+        found = preset.load(name)
+        configs = f"configs {', '.join(found.configs)}" if len(found.configs) > 1 else "one config"
+        print(f"{preset.PREFIX + name:16s} {_cut(found.title, 38):38s} {'-':9s} {'-':6s} {found.hub}, "
+              f"{found.license}; {_cut(configs, 60)} (critique datasets import {preset.PREFIX}{name}"
+              f"{':CONFIG' if len(found.configs) > 1 else ''} [--from PATH])")
     return 0
 
 
@@ -150,22 +161,36 @@ def _cut(text: str, width: int) -> str:
 
 def _import(args) -> int:
     from critique.base.command import command
-    from critique.datasets import hub
+    from critique.datasets import hub, preset
     from critique.datasets.registry import data_dir
 
-    if not hub.is_hub(args.source):
-        raise UserError(f"{args.source!r}: give hf:NAME[:CONFIG] or hf:./path")
-    columns = hub.Columns.from_file(args.columns) if args.columns else hub.Columns()
-    columns = columns.given(question=args.question, label=args.label, id=args.id, user=args.user, task=args.task,
-                            train_split=args.train_split, test_split=args.test_split,
-                            test_fraction=args.test_fraction, seed=args.seed)
-    out = data_dir(args.out) / hub.folder_name(args.source)
-    dataset = hub.import_dataset(args.source, out, columns, command=shlex.join(command() or []))
-    print(f"imported {args.source}: {len(dataset.train)} train / {len(dataset.test)} test, answers "
-          f"{'/'.join(dataset.card.answer_space)} -> {out}")
+    said = shlex.join(command() or [])
+    if preset.is_preset(args.source):
+        named = [f"--{o.replace('_', '-')}" for o in ("question", "label", "id", "user", "train_split", "test_split",
+                                                       "columns") if getattr(args, o) is not None]
+        if named:
+            raise UserError(f"{args.source}: a preset names its own columns and splits; {', '.join(named)} "
+                            f"go with hf: sources")
+        dataset = preset.import_preset(args.source, data_dir(args.out), args.local, said, task=args.task,
+                                       test_fraction=args.test_fraction, seed=args.seed)
+    elif args.local is not None:
+        raise UserError(f"--from goes with a preset (preset:NAME[:CONFIG]); for a local file give hf:{args.local}")
+    elif hub.is_hub(args.source):
+        columns = hub.Columns.from_file(args.columns) if args.columns else hub.Columns()
+        columns = columns.given(question=args.question, label=args.label, id=args.id, user=args.user,
+                                task=args.task, train_split=args.train_split, test_split=args.test_split,
+                                test_fraction=args.test_fraction, seed=args.seed)
+        dataset = hub.import_dataset(args.source, data_dir(args.out) / hub.folder_name(args.source), columns,
+                                     command=said)
+    else:
+        raise UserError(f"{args.source!r}: give hf:NAME[:CONFIG], hf:./path or preset:NAME[:CONFIG]")
+    space = dataset.card.answer_space
+    answers = "/".join(space) if len(space) <= 12 else f"{len(space)} labels ({', '.join(space[:3])}, ...)"
+    print(f"imported {dataset.card.source}: {len(dataset.train)} train / {len(dataset.test)} test, answers "
+          f"{answers} -> {dataset.path}")
     for line in dataset.card.extra.get("summary") or []:
         print(f"  {line}")
-    print(f"use it with --dataset {args.source}" + (f" --data-dir {args.out}" if args.out else ""))
+    print(f"use it with --dataset {dataset.card.source}" + (f" --data-dir {args.out}" if args.out else ""))
     return 0
 
 

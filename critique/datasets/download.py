@@ -1,7 +1,7 @@
 """`critique datasets download NAME --to DIR`: fetch a dataset's raw upstream files.
 
-Each file comes from the pinned commit of the public repository it was taken from (see
-``../shared/data-raw/SOURCES.md``) and is checked against its sha256. Three datasets come
+Each file comes from the pinned commit of the public repository it was taken from (the repositories,
+commits, paths and sha256 are below) and is checked against its sha256. Three datasets come
 as zip archives whose own checksum is not known; their size is checked, and every file
 taken out of them is checked against its sha256. Downloads resume: an interrupted file is
 kept as ``<file>.part`` and continued with an HTTP Range request (restarted when the

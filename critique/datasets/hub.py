@@ -59,10 +59,15 @@ class Columns:
             record = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
         except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
             raise DatasetError(f"{path}: not a valid mapping file ({exc})") from None
+        return cls.from_record(record, str(path))
+
+    @classmethod
+    def from_record(cls, record: dict, where: str) -> "Columns":
+        """The columns a mapping names (`where`: the file, for the error), every key one of the fields."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(record) - known)
         if unknown:
-            raise DatasetError(f"{path}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+            raise DatasetError(f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
         return cls(**record)
 
     def given(self, **values) -> "Columns":
@@ -99,8 +104,9 @@ def _is_local(name: str) -> bool:
     return Path(name).expanduser().exists() or name.startswith((".", "/", "~"))
 
 
-def load_splits(source: str) -> dict:
-    """The dataset's splits, as `datasets.Dataset`s by split name."""
+def load_splits(source: str, **options) -> dict:
+    """The dataset's splits, as `datasets.Dataset`s by split name; `options` (name: the config, data_dir,
+    data_files, revision) go to `datasets.load_dataset` with a hub name or a folder of data files."""
     import datasets  # the `datasets` library: heavy, so imported only here
 
     name, config = parse_source(source)
@@ -113,7 +119,7 @@ def load_splits(source: str) -> dict:
         elif _is_local(name) and not path.exists():
             raise DatasetError(f"{source}: no such file or folder")
         else:
-            loaded = datasets.load_dataset(str(path) if path.exists() else name, config)
+            loaded = datasets.load_dataset(str(path) if path.exists() else name, **{"name": config, **options})
     except DatasetError:
         raise
     except Exception as exc:  # the library's own errors: no network, no such dataset, a bad file
@@ -234,20 +240,23 @@ def _named(found: dict) -> str:
     return f"source {found.get('source') or 'unknown'}"
 
 
-def import_dataset(source: str, out: str | Path, columns: Columns = Columns(), command: str = "") -> Dataset:
+def import_dataset(source: str, out: str | Path, columns: Columns = Columns(), command: str = "",
+                   splits: dict | None = None, card: dict | None = None) -> Dataset:
     """Load `source` and write it as the dataset folder `out` (all or nothing), its origin recorded; the written
     Dataset. A folder that holds another source's import, or a dataset that is no import, is refused, not
-    replaced."""
+    replaced. A preset (critique.datasets.preset) gives the `splits` it loaded and shaped, and the `card` fields
+    it sets (its extra and summary lines are added to those found here)."""
     out = Path(out)
     asked = origin(source)
     if (out / CARD).exists():
         _check_same_source(source, out, _stored_card(out), asked)
-    return _import(source, out, columns, command, asked)
+    return _import(source, out, columns, command, asked, splits, card)
 
 
-def _import(source: str, out: Path, columns: Columns, command: str, found: dict) -> Dataset:
-    """Load `source` and write it as `out`, `found` (its origin) recorded in the card."""
-    splits = load_splits(source)
+def _import(source: str, out: Path, columns: Columns, command: str, found: dict, splits: dict | None = None,
+            given: dict | None = None) -> Dataset:
+    """Load `source` (unless given its `splits`) and write it as `out`, its origin `found` and `given` in the card."""
+    splits = load_splits(source) if splits is None else splits
     first = next(iter(splits.values()))
     columns = _columns_found(source, first.column_names, columns)
     space, to_label = _answer_space(source, splits, columns.label)
@@ -263,7 +272,9 @@ def _import(source: str, out: Path, columns: Columns, command: str, found: dict)
         extra={"hub": {"origin": found, "columns": {f.name: getattr(columns, f.name) for f in fields(columns)},
                        "splits": made or {"train": columns.train_split, "test": columns.test_split}},
                "summary": _summary(train, kept, len(test) - len(kept), made)})
-    return write_dataset(out, card, train, kept)
+    given = dict(given or {})
+    extra = {**card.extra, **given.pop("extra", {}), "summary": card.extra["summary"] + given.pop("summary", [])}
+    return write_dataset(out, replace(card, **given, extra=extra), train, kept)
 
 
 def _columns_found(source: str, names: list[str], columns: Columns) -> Columns:

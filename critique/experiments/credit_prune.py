@@ -1,4 +1,4 @@
-"""Pruning by credit (shared/MEMORY.md sections 1 and 3): remove entries from episodic memory by a rule
+"""Pruning by credit (docs/memory.md sections 1 and 3): remove entries from episodic memory by a rule
 and score EP_CRIT and EP+SEM_CRIT on questions the credit never saw.
 
 Rules (``--prune``, comma-separated):
@@ -8,7 +8,7 @@ Rules (``--prune``, comma-separated):
 - ``random:N``: N entries at random (seeds 0..``--seeds``-1);
 
 and always ``none`` (nothing removed) and, for ``toxic`` and ``lowest:N``, the budget-matched control:
-the same number of entries removed at random, once per seed (MEMORY.md: generic pruning is no fix, and
+the same number of entries removed at random, once per seed (docs/memory.md: generic pruning is no fix, and
 reported random pruning *lowered* quality).
 
 Held-out questions: with ``--on train`` every test question (the credit was measured on train), with

@@ -1,4 +1,4 @@
-"""De-inflation (issue 16; shared/MEMORY.md section 1): demote the memory entries a verifier flagged, re-run the
+"""De-inflation (issue 16; docs/memory.md section 1): demote the memory entries a verifier flagged, re-run the
 critique strategies that retrieve them on the test split, and compare with demoting as many entries at random.
 
 ``critique deinflate RUN --verifier V --control random:S --mode doubt|drop`` reads RUN (a plain run with episodic

@@ -1,4 +1,4 @@
-"""The overturn probe (issue 16; shared/MEMORY.md section 2): can a true note overturn a false one?
+"""The overturn probe (issue 16; docs/memory.md section 2): can a true note overturn a false one?
 
 ``critique probe overturn --dataset D --model M`` (manifest ``probe`` = ``{"name": "overturn"}``). For each test
 item, with the suggestibility probe's zero-shot answer and its two critiques (critique.experiments.probes: the

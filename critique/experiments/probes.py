@@ -1,4 +1,4 @@
-"""Probes (SPEC section 4): suggestibility and consistency. Each probe is one run directory.
+"""Probes (docs/method.md section 4): suggestibility and consistency. Each probe is one run directory.
 
 Suggestibility (manifest ``probe`` = ``{"name": "suggestibility", "attribution": A}``,
 A = null | "user" | "self" | "other:MODEL"). For each test item:

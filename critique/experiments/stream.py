@@ -1,4 +1,4 @@
-"""A stream: memory that keeps learning (shared/MEMORY.md sections 1 and 2).
+"""A stream: memory that keeps learning (docs/memory.md sections 1 and 2).
 
 ``critique stream --dataset D --model M --feedback F`` (manifest ``probe`` = ``{"name": "stream", ...}``). The test
 questions arrive in a seeded order (``--order SEED``: each item's place is a hash of the seed, its user and its

@@ -3,8 +3,8 @@ directories are compared.
 
 "Identical in content" ignores exactly the fields in VOLATILE_CALL, VOLATILE_PREDICTION,
 VOLATILE_MEMORY and VOLATILE_MANIFEST: when and how fast a call was answered, by which
-attempt, from which cache, the id of the run, and the command line and folders it was opened with. Everything
-else must match.
+attempt, from which cache, the id of the run, and the command line and folders it was opened with (and so the
+size of calls.jsonl its manifest's offline totals were counted at). Everything else must match.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from critique.base import rundir
+from critique.base import offline_totals, rundir
 from critique.base.rundir import latest
 
 HERE = Path(__file__).resolve().parent
@@ -118,6 +118,7 @@ def content(run: Path) -> dict:
     calls = rundir.read_jsonl(run / rundir.CALLS)
     predictions = rundir.read_jsonl(run / rundir.PREDICTIONS)
     manifest = json.loads((run / rundir.MANIFEST).read_text())
+    manifest.get(offline_totals.FIELD, {}).pop("calls_bytes", None)  # calls.jsonl's size: its times and latencies
     semantic_path = run / rundir.MEMORY / "semantic.json"  # none when no strategy of the run needs a summary
     semantic = json.loads(semantic_path.read_text()) if semantic_path.exists() else {}
     return {

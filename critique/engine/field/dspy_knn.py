@@ -1,4 +1,4 @@
-"""``dspy:knn``: DSPy's KNNFewShot (the pinned ``dspy`` package, ``critique[dspy]``) over the run's train split,
+"""``dspy:knn``: DSPy's KNNFewShot (the pinned ``dspy`` package, ``critique-bench[dspy]``) over the run's train split,
 with the run's encoder as its vectorizer. For each test question DSPy's own KNN finds the K nearest train examples
 and DSPy's own BootstrapFewShot (no bootstrapped demos: the labelled neighbours are the demos, so it asks the model
 nothing) orders them; DSPy's JSONAdapter writes the prompt (the dataset's task as the signature's instructions,

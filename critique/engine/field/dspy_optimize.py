@@ -1,5 +1,5 @@
 """``dspy:mipro``, ``dspy:gepa`` and ``dspy:simba``: DSPy's own optimizers (MIPROv2, GEPA, SIMBA; the pinned
-``dspy`` package, ``critique[dspy]``) compile the task's ``dspy.Predict`` program (critique.engine.field
+``dspy`` package, ``critique-bench[dspy]``) compile the task's ``dspy.Predict`` program (critique.engine.field
 .dspy_program) on each pool's train split with the study's metric (the exact option), every call they make
 through the run's step (critique.engine.field.dspy_lm): the offline stage. Each optimizer's own budget is derived
 from the pool's share of ``--train-budget`` (``calls_within``: how many program calls it buys) and the stage stops

@@ -1,4 +1,4 @@
-"""The DSPy program every ``dspy:`` method builds on (the pinned ``dspy`` package, ``critique[dspy]``): a
+"""The DSPy program every ``dspy:`` method builds on (the pinned ``dspy`` package, ``critique-bench[dspy]``): a
 ``dspy.Predict`` of ``question -> answer``, the dataset's task as its instructions and the answer space as the
 answer's type, its train examples, and its test prompt as DSPy's JSONAdapter writes it (instructions and demos as
 the program holds them), which the engine's step asks as every strategy's test prompt."""
@@ -20,7 +20,9 @@ def module():
     try:
         import dspy
     except ImportError:
-        raise RuntimeError("the dspy: methods need the package dspy: pip install 'critique[dspy]'") from None
+        from critique.base.distribution import install
+
+        raise RuntimeError(f"the dspy: methods need the package dspy: {install('dspy')}") from None
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     return dspy
 

@@ -29,7 +29,9 @@ What the critic is shown of the label is the run's ``critic`` (``--critic``; ``s
   as with ``gold``.
 
 The gold label stays in each entry (``gold``) for measuring only: no prompt shows it unless the critic is
-shown it. EP_LABEL shows the labels the run has (``ep_labels``): the shown label, else the believed answer.
+shown it. An item without one (a Learner's question, ``Learner.learn(q, "self")``: its answer is "") gets
+``gold`` null, and its truth is unknown (critique.base.truth.initial_right). EP_LABEL shows the labels the
+run has (``ep_labels``): the shown label, else the believed answer.
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ def self_prompt(task, item, answer: str | None, space: list[str]) -> agents.Prom
 def _entry(run, item, answer, prompt, kept: dict, seen: dict, **more) -> dict:
     return records.make("memory_entry", **{
         "id": entry_id(item), "item_id": item.id, "user": item.user, "question": item.question,
-        "initial_answer": answer or agents.NO_ANSWER, "gold": item.answer, "critique": kept["critique"],
+        "initial_answer": answer or agents.NO_ANSWER, "gold": item.answer or None, "critique": kept["critique"],
         "asserted": kept["asserted"], "assertion_mismatch": kept["assertion_mismatch"], "timeout": kept["timeout"],
         "model": run.config.model, "template_hash": prompt.template_hash, "run_id": run.run_id,
         "request_hash": kept["request_hash"], "label": seen["label"], "label_flipped": seen["flipped"],

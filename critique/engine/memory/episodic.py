@@ -29,19 +29,20 @@ def entry_id(item) -> str:
 class Retrieved(list):
     """Retrieved entries, nearest first (a list of entry dicts, as before), with ``scores``: the
     similarity of each to the question, in the same order (FAISS's inner product of L2-normalised
-    embeddings: their cosine), and ``injected_tokens``: the tokens their examples add to the prompt
-    they were put in (set by the pipeline; 0 until then)."""
+    embeddings: their cosine), or None where nothing was retrieved by similarity (many_shot's examples), and
+    ``injected_tokens``: the tokens their examples add to the prompt they were put in (set by the pipeline;
+    0 until then; None: not counted)."""
 
     def __init__(self, entries=(), scores=()):
         super().__init__(entries)
-        self.scores = [float(s) for s in scores]
-        if len(self.scores) != len(self):
+        self.scores = None if scores is None else [float(s) for s in scores]
+        if self.scores is not None and len(self.scores) != len(self):
             raise ValueError(f"{len(self)} entries with {len(self.scores)} scores")
         self.injected_tokens = 0
 
     def keep(self, rows: list[int]) -> "Retrieved":
         """The entries at positions ``rows`` (in that order), with their scores."""
-        return Retrieved([self[n] for n in rows], [self.scores[n] for n in rows])
+        return Retrieved([self[n] for n in rows], None if self.scores is None else [self.scores[n] for n in rows])
 
 
 def _index_path(folder: Path, pool: str) -> Path:

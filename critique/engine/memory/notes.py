@@ -39,8 +39,10 @@ def verdict(entry: dict) -> int | None:
 
 
 def truth(entry: dict) -> int | None:
-    """U: 1 when the entry's answer was right (the gold label; for the analysis only)."""
-    return None if entry.get("gold") is None else int(initial_right(entry))
+    """U: 1 when the entry's answer was right (the gold label; for the analysis only); None when unknown (no gold
+    label: critique.base.truth.initial_right)."""
+    right = initial_right(entry)
+    return None if right is None else int(right)
 
 
 @dataclass

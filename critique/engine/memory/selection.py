@@ -1,6 +1,6 @@
 """Which retrieved episodic entries enter a prompt: the gate, contrast pairs, the token budget.
 
-Retrieval that knows when to stay silent (shared/MEMORY.md section 4). In this order:
+Retrieval that knows when to stay silent (docs/memory.md section 4). In this order:
 
 1. Candidates: the K nearest entries of the item's pool (``retrieval nearest``), or, for
    ``retrieval contrast``, every entry of the pool, nearest first (never the item's own).
@@ -89,4 +89,5 @@ def silent_when_empty(config) -> bool:
 def logged(found: Retrieved) -> dict:
     """The prediction record's fields of a selection (critique.base.records)."""
     tokens = found.injected_tokens  # None: not counted (a run without --gate and --inject-budget)
-    return {"retrieved_scores": list(found.scores), "injected_tokens": None if tokens is None else int(tokens)}
+    return {"retrieved_scores": None if found.scores is None else list(found.scores),  # None: none by similarity
+            "injected_tokens": None if tokens is None else int(tokens)}

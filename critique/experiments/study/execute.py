@@ -184,7 +184,9 @@ def _backend(backend: str, scheduler: str | None, jobs: int):
             import ray
             from ray.util.joblib import register_ray
         except ImportError:
-            raise error("--backend ray needs the package ray: pip install critique[ray]") from None
+            from critique.base.distribution import install
+
+            raise error(f"--backend ray needs the package ray: {install('ray')}") from None
         register_ray()
         if scheduler:
             ray.init(address=scheduler)

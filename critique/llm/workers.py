@@ -12,7 +12,8 @@ directory still has one writer and its guarantees are unchanged.
 A worker reads its requests from stdin and writes its replies to the stdout it was started
 with (anything printed goes to stderr); it ignores SIGINT and ends as soon as stdin reaches
 end of file, which is when the run closes the client or when the run's process dies, however
-it dies (kill -9 included). Frames on both pipes: a 4-byte length, then a pickle.
+it dies (kill -9 included). Frames on both pipes: a 4-byte length, then a JSON document (never a pickle: what
+comes through a pipe is data, never code).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import pickle
+import json
 import signal
 import struct
 import subprocess
@@ -34,7 +35,7 @@ HEADER = struct.Struct("!I")
 
 
 def send(stream, message) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    data = json.dumps(message).encode("utf-8")
     stream.write(HEADER.pack(len(data)) + data)
     stream.flush()
 
@@ -46,7 +47,7 @@ def receive(stream):
         return None
     size = HEADER.unpack(header)[0]
     data = stream.read(size)
-    return pickle.loads(data) if len(data) == size else None
+    return json.loads(data) if len(data) == size else None
 
 
 class Worker:

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 
-.PHONY: setup demo test reproduce bench bench-throughput clean
+.PHONY: setup demo test docs reproduce bench bench-throughput clean
 
 $(BIN)/critique: pyproject.toml setup/venv.sh setup/llama-cpp-python.cmake
 	PY=$(PY) VENV=$(VENV) setup/venv.sh
@@ -19,6 +19,13 @@ demo: setup  ## README command 1: set up, then the demo run: the positive contro
 
 test: setup  ## README command 2: the test suite
 	$(BIN)/python -m pytest -q
+
+# The docs extra of pyproject.toml (its pins, not the project: no model or compiler needed) into the venv, then the
+# site, every link and anchor checked (mkdocs.yml's validation; --strict fails on any warning).
+docs:  ## the documentation as a site in build/site, every link checked (CI runs it after the tests)
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q $$($(BIN)/python -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docs']))")
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 reproduce: setup  ## every table from the logs shipped in logs/, then the field's methods' comparison (logs-methods/)
 	$(BIN)/critique tables logs/

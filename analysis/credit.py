@@ -1,5 +1,5 @@
 """The tiers of credit per memory entry (docs/memory.md section 3) from a credit run directory
-(critique.experiments.credit) and its source run. Reads logs only: no LLM call, no embedding.
+(critique.experiments.credit.deletion) and its source run. Reads logs only: no LLM call, no embedding.
 
 Per prompt p and entry i retrieved into it: ``D = R(with i) - R(without i)`` (1: removing i turned a right
 answer wrong; -1: a wrong answer right; 0: no change in correctness). Per entry, docs/memory.md's tiers, from
@@ -202,8 +202,9 @@ def markdown(s: dict) -> str:
     c = s["citation"]
     if c:
         lines.append(f"\nCitation vs deletion flips: {c['cited']} of {c['pairs']} (prompt, entry) pairs cited, "
-                     f"{c['flipped']} flipped; precision {_pct(c['precision'])}% (against load-bearing deletions, D = 1: "
-                     f"{_pct(c['precision_load_bearing'])}%), recall {_pct(c['recall'])}%.")
+                     f"{c['flipped']} flipped; precision {_pct(c['precision'])}% "
+                     f"(against load-bearing deletions, D = 1: {_pct(c['precision_load_bearing'])}%), "
+                     f"recall {_pct(c['recall'])}%.")
     lines += ["", f"Duplicate: question similarity >= {DUPLICATE_SIMILARITY} to another entry of the same prompt.",
               "", "| entry | tier | retrieved | credit | helped | hurt | cited | twinned | initial right |",
               "|---|---|---:|---:|---:|---:|---:|---:|---|"]
@@ -218,7 +219,7 @@ def markdown(s: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-# ---- pruning (critique.experiments.credit_prune) --------------------------------------------------
+# ---- pruning (critique.experiments.credit.prune) --------------------------------------------------
 def prune_rows(prune_dir: Path) -> list[dict]:
     """Per strategy and rule: accuracy on the held-out questions and entries removed; the random rules'
     seeds (``random:N#S``) pooled into one row per N (mean, min and max of the seeds' accuracies)."""

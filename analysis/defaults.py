@@ -1,5 +1,5 @@
 """What a reader cannot see in the tables: the settings of the inputs that differ from their documented
-default (critique.base.config.RunConfig, which the README's option table quotes), and the length bounds the
+default (critique.base.config.RunConfig, which docs/cli.md's option table quotes), and the length bounds the
 embedded model's grammar held its replies to (critique.base.reply_bounds). Every output (`critique tables`
 as markdown and JSON, `critique report`) states them once, from the experiments read (analysis.read.describe).
 

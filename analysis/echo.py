@@ -242,8 +242,6 @@ def verifier_row(path: Path, problems: list[str]) -> dict | None:
     """A verify run's numbers: V = 1 when the entry's answer survived, U and b of the entry in its source run
     (audit's); Corr(V, U), Corr(nu, b) with nu = V - U, precision P(U = 0 | flagged) in percent. None when
     the run is not a verify run or its source run cannot be read."""
-    import json
-
     manifest = logs.manifest(path)
     probe = manifest.get("probe") or {}
     if probe.get("name") != "verify":

@@ -269,7 +269,8 @@ def _c4_table(within: dict | None, result: Result) -> Table:
     rows, method = [], ""
     for baseline, suffix in ((vocab.ZERO_SHOT, "zero_shot"), (vocab.EP_LABEL, "ep_label")):
         found = within[f"vs_{suffix}"]
-        rows += [{"baseline": baseline, **{k: r[k] for k in ("dataset", "n", "rho", "p")}} for r in found["per_dataset"]]
+        rows += [{"baseline": baseline, **{k: r[k] for k in ("dataset", "n", "rho", "p")}}
+                 for r in found["per_dataset"]]
         whole = found["pooled_within"]
         rows.append({"baseline": baseline, "dataset": "(within every dataset)", "n": whole["n"], "rho": whole["rho"],
                      "p": whole["p"]})

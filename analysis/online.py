@@ -165,17 +165,17 @@ def loop(stream: dict, off: dict | None) -> dict:
     intercept and interval of the one the attractor uses, the predicted attractor, whether it is a test, and the
     corrupted share the stream's trusted notes reached."""
     steps, versions = stream["steps"], _by_version(stream)
-    l, l_low, l_high, s = trust_rates(_written(stream, latest=False))
+    l_share, l_low, l_high, s = trust_rates(_written(stream, latest=False))
     pooled = contamination(steps, versions)
     strata = _strata(stream, off)
     within = contamination(steps, versions, strata) if strata else {"kappa": None}
     used = within if within["kappa"] is not None else pooled
     low = high = why = predicted = None
-    if None not in (used["kappa"], l, s):
-        predicted = attractor(min(1.0, max(0.0, used["e0"])), used["kappa"], l, s)
+    if None not in (used["kappa"], l_share, s):
+        predicted = attractor(min(1.0, max(0.0, used["e0"])), used["kappa"], l_share, s)
         low, high, why = slope_interval(used["groups"])
     trusted = [v for v in _written(stream, latest=True) if is_trusted(v) and v["truth"] is not None]
-    return {"l": l, "l_low": l_low, "l_high": l_high, "s": s, "kappa": pooled["kappa"],
+    return {"l": l_share, "l_low": l_low, "l_high": l_high, "s": s, "kappa": pooled["kappa"],
             "kappa_within": within["kappa"], "e0": used["e0"], "slope_low": low, "slope_high": high,
             "attractor": predicted, "attractor_why": prediction_test(predicted, low, high, why),
             "corrupted": share([v["truth"] == 0 for v in trusted])}
@@ -266,7 +266,8 @@ def arms(streams: list[dict]) -> list[dict]:
         paired = _gain(verifier, control) if verifier and control and not every else _gain(group[0], None)
         rows.append({"model": model, "dataset": dataset, "order": order, "arms": len(group),
                      "unfinished": ", ".join(sorted(_arm(g["label"]) for g in group if g not in done)) or None,
-                     "highest": highest, "accuracy": best, "deinflated": _accuracy(verifier["steps"])[0] if verifier else None,
+                     "highest": highest, "accuracy": best,
+                     "deinflated": _accuracy(verifier["steps"])[0] if verifier else None,
                      "random": _accuracy(control["steps"])[0] if control else None,
                      "diff": paired["gain"], "wins": paired["wins"], "losses": paired["losses"], "p": paired["p"],
                      "mde": paired["mde"],

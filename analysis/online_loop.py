@@ -1,9 +1,10 @@
 """The write-back loop's statistics (docs/memory.md section 1), from a stream's note versions and steps: who is
 trusted, the loop's l and s (the shares of wrong and of right answers written back trusted), the share of the
 trusted notes a step was shown that are wrong (the loop's p), the contamination slope (pooled, or within the
-memory-off arm's strata so that the questions' difficulty is taken out) with its interval, and the predicted attractor, where p = q(p), with whether it tests
-anything: with a slope that cannot be told from 0 it is the bank's own share of wrong notes among the trusted
-ones, which the stream reached by construction. Reads nothing: analysis.online feeds it."""
+memory-off arm's strata so that the questions' difficulty is taken out) with its interval, and the predicted
+attractor, where p = q(p), with whether it tests anything: with a slope that cannot be told from 0 it is the
+bank's own share of wrong notes among the trusted ones, which the stream reached by construction. Reads nothing:
+analysis.online feeds it."""
 
 from __future__ import annotations
 

@@ -225,8 +225,8 @@ def table_html(table: Table) -> str:
     columns, body, default = render.table_view(table)
     parts.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in columns) + "</tr>")
     for row in body:
-        parts.append("<tr>" + "".join(f"<td>{html.escape(render.cell(c, row.get(c), default, table.formats).replace(chr(92) + '|', '|'))}</td>"
-                                      for c in columns) + "</tr>")
+        cells = (render.cell(c, row.get(c), default, table.formats).replace(chr(92) + "|", "|") for c in columns)
+        parts.append("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>")
     parts.append("</table>")
     if table.note:
         parts.append(f"<p><small>{html.escape(table.note)}.</small></p>")

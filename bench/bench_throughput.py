@@ -205,7 +205,8 @@ def main() -> int:
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['C']} | {r['items']:.0f} | {r['limit']:.0f} | {r['achieved']:.1f} | {r['ratio']:.2f} "
-              f"| {r['cpu_ms_per_call']:.1f} | {r['workers_cpu_ms_per_call']:.1f} | {r['server_cpu_ms_per_call']:.1f} |")
+              f"| {r['cpu_ms_per_call']:.1f} | {r['workers_cpu_ms_per_call']:.1f} "
+              f"| {r['server_cpu_ms_per_call']:.1f} |")
     print("\nRerun with zero calls, seconds per 1,000 items (train + test items of the run):\n")
     print("| C | resume the finished run directory | new run directory, warm response cache |")
     print("|---:|---:|---:|")

@@ -13,7 +13,7 @@ already answered the same way is not asked again.
 
 ``Learner.learn(question, feedback)`` is one online step: the question answered with EP_CRIT over the
 fitted memory and the notes learned so far, then written back as a note with its feedback (a label,
-"self" or None), as ``critique stream`` does (critique.experiments.stream; memory/notes.jsonl).
+"self" or None), as ``critique stream`` does (critique.experiments.stream.loop; memory/notes.jsonl).
 
 ``Learner.load(run_dir)`` predicts with the memory of any run directory, e.g. one made by
 ``critique run``: model, config and data come from its manifest.
@@ -28,7 +28,8 @@ from pathlib import Path
 
 from critique.base import rundir, vocab
 from critique.engine import parsing
-from critique.datasets.splits import CARD, DatasetCard, Item, dataset_checksum, dataset_files, files_checksum, write_files
+from critique.datasets.splits import (CARD, DatasetCard, Item, dataset_checksum, dataset_files, files_checksum,
+                                      write_files)
 from critique.engine.memory import semantic as semantic_store
 from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
 from critique.base.config import RunConfig, manifest_run_config
@@ -114,7 +115,8 @@ class Learner:
         from critique.engine.memory.embed import Encoder
 
         if getattr(self._encoder_kept, "name", None) != self.config.encoder:
-            self._encoder_kept = Encoder(self.config.encoder, cache_dir(self.config.cache_dir) if self.config.use_cache else None)
+            cache = cache_dir(self.config.cache_dir) if self.config.use_cache else None
+            self._encoder_kept = Encoder(self.config.encoder, cache)
         return self._encoder_kept
 
     # ---- fit ------------------------------------------------------------------------
@@ -125,10 +127,10 @@ class Learner:
         "dc", "expel": critique.engine.field) under ``train_budget`` when the Learner was given one.
         Resumes like ``critique run``: the same data again makes no call.
         A run directory holding a run on other data is refused before anything is written."""
-        from critique.engine.methods import learns, method, parse_strategies
+        from critique.engine.methods import learn, learns, method, parse_strategies
 
-        learners = [method(name) for name in parse_strategies(",".join(methods))] if methods else []
-        if any(not learns(m) for m in learners):
+        learners = parse_strategies(",".join(methods)) if methods else []
+        if any(not learns(method(name)) for name in learners):
             raise ValueError("methods: only memory methods with an offline stage of their own (ace, ace:nolabel, dc, "
                              "expel, dspy:knn); the five strategies need the train stage alone")
         items, card = self._train_data(data)
@@ -138,8 +140,8 @@ class Learner:
 
         async def train(run) -> None:
             await run.train_stage()
-            for learner in learners:
-                await learner.learn(run)
+            for name in learners:
+                await learn(run, name)
 
         try:
             self._execute(train, opened.append)
@@ -229,11 +231,11 @@ class Learner:
     def _answer(self, items: list[Item], strategies: list[str], stage: str) -> dict[tuple, dict]:
         """(strategy, user, item id) -> the record of each item answered with each strategy, in ``stage``
         (predict: no label; test: judged against the item's label)."""
-        from critique.engine.methods import learns, method, parse_strategies
+        from critique.engine.methods import hook, learn, learns, method, parse_strategies
 
         parse_strategies(",".join(strategies))  # ValueError naming the known ones
         for name in strategies:
-            if hasattr(method(name), "test"):
+            if hook(method(name), "test"):
                 raise ValueError(f"{name} learns on the questions it answers, in their order: run it with critique "
                                  "run (or a study), which answers the test split in one go")
         if not items:
@@ -253,7 +255,7 @@ class Learner:
             vectors = run.encoder.encode([i.question for i in unique])
             for name in strategies:
                 if learns(method(name)):
-                    await method(name).learn(run)
+                    await learn(run, name)
 
                 async def one(pair, name=name) -> None:
                     item, vector = pair
@@ -283,7 +285,7 @@ class Learner:
 
     # ---- learn ----------------------------------------------------------------------
     def learn(self, question, feedback: str | None, user: str | None = None) -> Prediction:
-        """One online step (critique.experiments.stream.learn): answer ``question`` with EP_CRIT over the fitted
+        """One online step (critique.experiments.stream.loop.learn): answer ``question`` with EP_CRIT over the fitted
         memory and the notes learned so far, then write the episode back as a note. ``feedback``: the question's
         label (the critic is shown it), "self" (no label: the critic judges the answer itself) or None (nothing
         is written). Every note keeps its history in memory/notes.jsonl (``critique memory history``); the answer
@@ -291,8 +293,9 @@ class Learner:
         item = _question(question, user)
         if feedback is not None and feedback != "self":
             if feedback not in (self.answer_space or []):
-                raise ValueError(f"feedback must be a label of the answer space ({', '.join(self.answer_space or [])}), "
-                                 f"\"self\" or None, not {feedback!r}")
+                labels = ", ".join(self.answer_space or [])
+                raise ValueError(f"feedback must be a label of the answer space ({labels}), \"self\" or None, "
+                                 f"not {feedback!r}")
             item = replace(item, answer=feedback)
         self._check_fitted([item])
         done, opened = [], []
@@ -302,7 +305,7 @@ class Learner:
             run.use_memory(self.memory, self.semantic)
 
         async def go(run) -> None:
-            from critique.experiments import stream
+            from critique.experiments.stream import loop as stream
 
             judge = None if item.answer else _unlabeled(run.space)
             done.append(await stream.learn(run, self.memory, item, feedback, judge))
@@ -331,23 +334,16 @@ class Learner:
 
 
 async def _answer_one(run, name: str, item: Item, vector, stage: str) -> dict:
-    """One question with one strategy; the logged record is reused when the prompt is the same. Stage predict: no
-    label (``_unlabeled``); stage test: judged against the item's label as the test stage judges."""
-    from critique.engine.methods import method
+    """One question with one strategy, through the one test-question step (critique.engine.question); the logged
+    record is reused when the prompt is the same. Stage predict: no label (``_unlabeled``) and every memory entry
+    may be shown (the question is new); stage test: judged against the item's label, its own entry never shown,
+    as the test stage does."""
+    from critique.engine.question import ask
 
-    found = method(name).prompt(run, item, vector)
-    if found is None:
-        missing = getattr(method(name), "missing", None)
-        return run.unanswered(stage, name, item, missing(run, item) if missing else "no semantic memory for this pool "
-                              "(the summary call failed, or an unknown user)")
-    prompt, examples = found
-    from critique.engine.memory import selection
-
-    schema = getattr(method(name), "schema", None)
-    unlabeled = stage == STAGE
-    return await run.answer(stage, name, item, prompt, seed=() if unlabeled else (name,),
-                            retrieved=[e["id"] for e in examples], judge=_unlabeled(run.space) if unlabeled else None,
-                            keep_same=True, extra=selection.logged(examples), schema=schema(run) if schema else None)
+    if stage == STAGE:
+        return await ask(run, name, item, vector, stage=stage, exclude=None, judge=_unlabeled(run.space),
+                         keep_same=True)
+    return await ask(run, name, item, vector, stage=stage, keep_same=True)
 
 
 def _unlabeled(space: list[str]):

@@ -16,15 +16,17 @@ def safe(text: str) -> str:
 
 
 def run_name(config, suffix: str | None = None) -> str:
-    """<dataset>__<model>[__critic-<critic>][__train-budget-<N>][__<suffix>]: a run whose critic is not the gold
-    one (--critic noisy:R|self, --label-budget F), or whose methods' offline stages stop at --train-budget, never
-    takes the folder of the run without."""
+    """<dataset>__<model>[__critic-<critic>][__train-budget-<N>][__settings-<S>][__<suffix>]: a run whose critic is
+    not the gold one (--critic noisy:R|self, --label-budget F), whose methods' offline stages stop at --train-budget,
+    or whose methods have settings of their own (--method-settings), never takes the folder of the run without."""
     parts = [safe(Path(config.dataset).name), safe(config.model)]
     if config.critic != "gold":
         budget = "" if config.label_budget is None else f"-budget-{config.label_budget:g}"
         parts.append(safe(f"critic-{config.critic}{budget}"))
     if getattr(config, "train_budget", None) is not None:
         parts.append(f"train-budget-{config.train_budget}")
+    if getattr(config, "method_settings", None):
+        parts.append(safe(f"settings-{config.method_settings}"))
     if suffix:
         parts.append(safe(suffix))
     return "__".join(parts)
@@ -45,12 +47,14 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     from critique.base.errors import RunError, UserError
     from critique.datasets.registry import resolve
     from critique.engine.memory.embed import Encoder
+    from critique.engine.method_settings import check as check_settings
     from critique.engine.pipeline import Run
     from critique.base.paths import cache_dir, check_cache_location
     from critique.llm.client import LLM, llm_config
     from critique.llm.model_check import check_model
     from critique.llm.spend import Spend, logged_cost
 
+    check_settings(config)
     dataset = resolve(config.dataset, config.data_dir).limited(config.limit)
     if Path(out).resolve().is_relative_to(Path(dataset.path).resolve()):
         raise UserError(f"{out} is inside the dataset folder {dataset.path}: the run would change the data it is "

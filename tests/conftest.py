@@ -28,7 +28,7 @@ def fake_llm():
 
 @pytest.fixture(scope="session")
 def shipped_tables(tmp_path_factory) -> dict:
-    """`critique tables logs --format json`: the figures the README quotes."""
+    """`critique tables logs --format json`: the figures docs/results.md quotes."""
     import shipped
 
     return shipped.command_json(tmp_path_factory.mktemp("tables"), ["tables", str(shipped.LOGS)])

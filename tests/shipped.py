@@ -1,6 +1,7 @@
-"""The shipped logs as the README's figures are computed from them: the JSON of `critique tables logs`,
+"""The shipped logs as the documentation's figures are computed from them: the JSON of `critique tables logs`,
 of `critique tables logs --inference` and of `critique audit logs --data datasets`, each read once per
-test session (tests that quote the README use these fixtures through conftest.py)."""
+test session (tests that quote docs/results.md, where the README's shipped findings moved, use these fixtures
+through conftest.py), and the pages the figures are quoted in."""
 
 import json
 import re
@@ -10,11 +11,24 @@ from critique.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "logs"
+RESULTS = ROOT / "docs" / "results.md"  # the shipped findings, built from the logs (the README links it)
+EXPERIMENTS = ROOT / "docs" / "experiments.md"  # the memory experiments' commands and what their tables hold
+CLI = ROOT / "docs" / "cli.md"  # the commands and options
+
+
+def page(path: Path) -> str:
+    """A documentation page with its line breaks folded, as quoted sentences are written."""
+    return re.sub(r"\s+", " ", path.read_text(encoding="utf-8"))
+
+
+def results() -> str:
+    """docs/results.md, folded: where the figures of the shipped logs are quoted."""
+    return page(RESULTS)
 
 
 def readme() -> str:
     """The README with its line breaks folded, as quoted sentences are written."""
-    return re.sub(r"\s+", " ", (ROOT / "README.md").read_text(encoding="utf-8"))
+    return page(ROOT / "README.md")
 
 
 def command_json(folder: Path, args: list[str]) -> dict:
@@ -25,10 +39,10 @@ def command_json(folder: Path, args: list[str]) -> dict:
 
 
 def pct(value: float) -> str:
-    """A percentage as the README writes it: 25.2%."""
+    """A percentage as the docs write it: 25.2%."""
     return f"{value:.1f}%"
 
 
 def listed(values: list[str]) -> str:
-    """"a, b and c", as the README lists figures."""
+    """"a, b and c", as the docs list figures."""
     return ", ".join(values[:-1]) + " and " + values[-1]

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from critique.datasets import subsets
-from critique.experiments import ablations
 from critique.base import rundir
 from critique.cli import main
 from critique.datasets.splits import Item

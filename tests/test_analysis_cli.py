@@ -96,7 +96,8 @@ def test_manifest_without_model_is_left_out(study_dir, tmp_path, capsys):
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "manifest.json").write_text('{"config": {}, "dataset": {"name": "d1"}}')
     code, out, err = run(capsys, "tables", study_dir, tmp_path / "old")
-    assert code == 1 and "manifest.json lacks config.model or dataset.name" in err and "| mA | d1 | 10 | 50.0 | 50.0 [23.7, 76.3] |" in out
+    assert code == 1 and "manifest.json lacks config.model or dataset.name" in err
+    assert "| mA | d1 | 10 | 50.0 | 50.0 [23.7, 76.3] |" in out
 
 
 def test_truncated_calls_file_is_read_up_to_the_cut(tmp_path, capsys):

@@ -26,7 +26,7 @@ def csvs(tmp_path):
             shown = "Zero-shot" if strategy == "zero_shot" else strategy  # a paper's spelling
             lines.append(f"{model},{dataset},{shown},{accuracy},{sum(tokens) / 2 if tokens else ''},1.5")
     (tmp_path / "results.csv").write_text("\n".join(lines) + "\n")
-    rows = [f"{m},{d},{t},{l}" for (m, d), (t, l) in SUGGESTIBILITY.items()]
+    rows = [f"{m},{d},{truth},{lying}" for (m, d), (truth, lying) in SUGGESTIBILITY.items()]
     (tmp_path / "s.csv").write_text("model,dataset,acc_truth,acc_lying\n" + "\n".join(rows) + "\n")
     rows = [f"{m},{d},{sum(c['train_predict'])},{sum(c['critique'])},{sum(c['summary'])}"
             for (m, d), c in OFFLINE.items()]

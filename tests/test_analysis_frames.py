@@ -130,7 +130,8 @@ def test_repeat_spread_over_seeds_and_consistency_repeats(tmp_path):
         for r in (1, 2) for i in range(4)])
     found = cells.from_logs(load([str(tmp_path)]))
     metas = frames.load([str(tmp_path)]).metas
-    spread = {(r["model"], r["strategy"]): r for r in items.build(metas, tables.build(found), found).data["repeat_spread"]}
+    spread = {(r["model"], r["strategy"]): r
+              for r in items.build(metas, tables.build(found), found).data["repeat_spread"]}
     seeds = spread[("m (seeds)", "zero_shot")]
     assert (seeds["repeats"], seeds["mean"], seeds["min"], seeds["max"]) == (2, 50.0, 25.0, 75.0)
     assert seeds["sd"] == pytest.approx(35.355, abs=1e-3)

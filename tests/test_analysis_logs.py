@@ -10,8 +10,8 @@ import pytest
 from critique.analysis import count_cache, credit, frames, logs, read, run_table, synthetic
 from critique.base import records, rundir
 from critique.engine import scores
-from critique.experiments import credit as _credit, credit_prune as _prune, overturn as _overturn  # noqa: F401
-from critique.experiments import probes as _probes, verify as _verify  # noqa: F401 - they declare their fields
+from critique.experiments import overturn as _overturn, probes as _probes, verify as _verify  # noqa: F401 - they declare
+from critique.experiments.credit import deletion as _credit, prune as _prune  # noqa: F401 - their fields
 
 
 def written(kind: str) -> set[str]:

@@ -121,7 +121,8 @@ def test_tables_10_11_per_user(study):
     assert {d for _, d, _, _ in users} == {"pref"}
     summary = by(result.table("table11").rows, "model", "dataset", "strategy")
     row = summary[("mA", "pref", "zero_shot")]
-    assert row["users"] == 2 and row["mean"] == pytest.approx(40) and row["sd"] == pytest.approx(10)  # population SD (the paper's)
+    # population SD (the paper's)
+    assert row["users"] == 2 and row["mean"] == pytest.approx(40) and row["sd"] == pytest.approx(10)
     view = result.table("table10").view_rows
     assert view[0]["u1"] is not None and "mean" in view[0] and "sd" in view[0]
 
@@ -192,7 +193,8 @@ def test_a_later_run_replaces_the_offline_calls_of_an_item_and_keeps_the_rest(tm
     costs = tables.build(cells.from_logs(logs)).table("table5_costs").rows
     assert costs == [{"model": "m", "dataset": "d1", "init_tokens": 7, "critique_tokens": 50, "summary_tokens": 5,
                       "total": 62, "init_prompt_tokens": 0, "critique_prompt_tokens": 4, "summary_prompt_tokens": 2,
-                      "prompt_total": 6, "dollars": None}]  # r0: 30 (new run), r1: 20 (only the old run has it); the failed summary is out
+                      "prompt_total": 6, "dollars": None}]
+    # r0: 30 (new run), r1: 20 (only the old run has it); the failed summary is out
     assert logs.records("calls") == 3 and logs.records("predictions") == 1
     assert "1 prediction records repeat" in " ".join(logs.problems)
     assert "2 call records repeat" in " ".join(logs.problems)

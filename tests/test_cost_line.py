@@ -51,9 +51,16 @@ def test_a_finished_run_announces_no_call_and_a_resumed_one_only_what_is_left(ho
     assert said(capsys.readouterr().err, out) == 0 and len(fake_llm.CALLS) == made
 
 
-def test_the_offline_stages_of_memory_methods_are_named_with_their_bound(home, fake_llm, capsys):
+def test_the_memory_methods_calls_to_learn_are_counted_with_their_bound(home, fake_llm, capsys):
     out = home / "field"
-    assert run(out, "--strategies", "zero_shot,ace,dc", "--train-budget", "3000", "--no-cache") == 0
-    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("critique: cost: at most")]
-    assert "not counted: the offline stages of ace, dc, whose calls depend on their replies (each at most " \
-           "--train-budget 3,000 tokens and one call" in line
+    assert run(out, "--strategies", "zero_shot,ace,dc,dc:online", "--train-budget", "3000", "--no-cache") == 0
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if x.startswith("critique: cost: at most")]
+    budget = "each pool stops at its share of --train-budget 3,000 tokens"
+    for name, per in (("ace", "8 per train item and epoch, 1 epoch"), ("dc", "2 per train item (generate, curate)"),
+                      ("dc:online", "1 per test item (curate)")):
+        assert f"calls of {name} to learn (at most {per}; {budget})" in line
+    assert said(err, out) >= len(fake_llm.CALLS) > 0  # a bound: no call is made that it did not count
+    fake_llm.CALLS.clear()
+    assert run(out, "--strategies", "zero_shot,ace,dc,dc:online", "--train-budget", "3000", "--no-cache") == 0
+    assert said(capsys.readouterr().err, out) == 0 and fake_llm.CALLS == []  # logged: none left to count

@@ -140,7 +140,6 @@ def test_on_train_is_leave_one_out_and_never_reads_test_predictions(source, fake
     (blind / "predictions.jsonl").unlink()  # nothing of the test stage can be read
     assert credit(blind, "--on", "train") == 0
     captured = capsys.readouterr()
-    printed = captured.out
     out = blind.parent / "fruit__credit-EP_CRIT-train"
     predictions = rundir.read_jsonl(out / "predictions.jsonl")
     assert {p["item_id"] for p in predictions} == set(TRAIN)
@@ -150,7 +149,7 @@ def test_on_train_is_leave_one_out_and_never_reads_test_predictions(source, fake
 
 
 def test_test_half_credits_one_half(source, fake_llm, capsys):
-    from critique.experiments.credit import half_of
+    from critique.experiments.credit.deletion import half_of
 
     assert credit(source, "--on", "test-half") == 0
     out = source.parent / "fruit__credit-EP_CRIT-test-half"
@@ -201,7 +200,8 @@ def test_critique_tables_shows_the_credit_and_pruning_tables_as_the_credit_repor
     assert pruned[("toxic", "EP_CRIT")]["accuracy"] == 100.0 and pruned[("random:1", "EP_CRIT")]["seeds"] == 2
     assert main(["tables", str(source.parent)]) == 0
     printed = capsys.readouterr().out
-    header = next(line for line in printed.splitlines() if line.startswith("| model | dataset | critic | strategy | on"))
+    header = next(line for line in printed.splitlines()
+                  if line.startswith("| model | dataset | critic | strategy | on"))
     assert "| toxic |" in header and "used-not-decisive" not in header  # no --cite: a tier that cannot occur
 
 

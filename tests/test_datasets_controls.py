@@ -90,7 +90,8 @@ def test_no_part_of_the_description_predicts_the_label(built, name):
         right = 0
         for item in dataset.test:
             peers = Counter(t.answer for t in dataset.train
-                            if t.meta["object"][attribute] == item.meta["object"][attribute] and t.id != item.meta["twin"])
+                            if t.meta["object"][attribute] == item.meta["object"][attribute]
+                            and t.id != item.meta["twin"])
             right += bool(peers) and peers.most_common(1)[0][0] == item.answer
         assert right / len(dataset.test) < CHANCE + 0.1, (attribute, right)
 

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from critique.datasets.splits import DatasetCard, DatasetError, Item, dataset_files, files_checksum, load_dataset, write_dataset
+from critique.datasets.splits import (DatasetCard, DatasetError, Item, dataset_files, files_checksum, load_dataset,
+                                      write_dataset)
 
 
 def _write(folder, card: dict, splits: dict[str, list]):

@@ -180,8 +180,8 @@ def test_plan_refuses_what_it_cannot_answer(argv, capsys):
     assert capsys.readouterr().err.startswith("critique: error: ")
 
 
-def test_the_readme_quotes_the_plan():
-    from shipped import readme
+def test_the_docs_quote_the_plan():
+    from shipped import CLI, page
 
     assert f"critique plan --detect 10 --discordance 0.3 # at discordance 0.3: {items_needed(10, 0.3)} paired " \
-           "test items" in readme()
+           "test items" in page(CLI)

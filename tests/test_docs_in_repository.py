@@ -10,6 +10,11 @@
 (c) The distribution is `critique-bench` (`critique` on PyPI is another project's): pyproject.toml says so,
     critique.base.distribution says so, and no install line or extra in the docs or the code names bare
     `critique`; the command stays `critique`.
+(d) The README is the front door: at most about 250 lines, the quick start's two commands (the block the site's
+    home page takes from it), and a link to every page of docs/; the site (mkdocs.yml, `make docs`) lists every
+    page of docs/ in its nav, builds from docs/ with the snippet of the README's commands, and the `docs` extra
+    pins mkdocs and mkdocs-material exactly. A docs page refers to a file outside docs/ by its repository path in
+    code text, never by a link the site could not follow.
 """
 
 from __future__ import annotations
@@ -196,3 +201,49 @@ def test_outside_references_are_found(text, found):
 ])
 def test_bare_installs_are_found(text, found):
     assert len(bare_installs("README.md", text)) == found
+
+
+# ---- (d) the README as the front door, and the site -----------------------------------------------------------
+README_MAX_LINES = 250
+QUICK_START = re.compile(r"<!-- --8<-- \[start:commands\] -->\n```\nmake demo .*?\nmake test .*?\n```\n"
+                         r"<!-- --8<-- \[end:commands\] -->", re.S)
+NAV_PAGE = re.compile(r"^\s*-\s*(?:[^:\n]+:\s*)?([\w./-]+\.md)\s*$", re.M)
+
+
+def docs_pages() -> list[str]:
+    return sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+
+
+def test_the_readme_is_the_front_door():
+    readme = read("README.md")
+    assert len(readme.splitlines()) <= README_MAX_LINES
+    assert QUICK_START.search(readme), "the quick start's two commands, between the snippet markers"
+    makefile = read("Makefile")
+    assert re.search(r"^demo: ", makefile, re.M) and re.search(r"^test: ", makefile, re.M)
+    assert "make test" in read(".ci/run")
+    linked = {m.group(1) for m in LINK.finditer(FENCE.sub("", readme))}
+    missing = [page for page in docs_pages() if page != "index.md" and f"docs/{page}" not in linked]
+    assert not missing, f"README.md links no {missing}"
+
+
+def test_the_site_lists_every_page_and_pins_its_tools():
+    site = read("mkdocs.yml")
+    assert re.search(r"^docs_dir: docs$", site, re.M) and re.search(r"^\s+name: material$", site, re.M)
+    assert sorted(NAV_PAGE.findall(site)) == docs_pages()
+    assert '--8<-- "README.md:commands"' in read("docs/index.md")
+    extras = tomllib.loads(read("pyproject.toml"))["project"]["optional-dependencies"]
+    assert sorted(d.split("==")[0] for d in extras["docs"]) == ["mkdocs", "mkdocs-material"]
+    assert all(re.fullmatch(r"[\w-]+==\d+(\.\d+)+", d) for d in extras["docs"])
+    assert "mkdocs build --strict" in read("Makefile") and "make docs" in read(".ci/run")
+
+
+def test_no_docs_page_links_outside_docs():
+    """mkdocs builds docs/ alone: a link from a page to a file beside docs/ would break on the site (the
+    README, at the root, links where it likes)."""
+    problems = []
+    for page in docs_pages():
+        for m in LINK.finditer(FENCE.sub("", read(f"docs/{page}"))):
+            target = m.group(1).split("#", 1)[0]
+            if target and not SCHEME.match(target) and os.path.normpath(target).startswith(os.pardir):
+                problems.append(f"docs/{page}: ({m.group(1)})")
+    assert not problems, "\n".join(problems)

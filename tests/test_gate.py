@@ -116,7 +116,8 @@ def test_retrieved_scores_are_logged_nearest_first_and_are_the_cosines(home, fak
 
 def test_a_gated_empty_prompt_is_the_zero_shot_request_and_costs_no_call(home, fake_llm):
     assert run(home / "g", "--gate", "1.0") == 0  # no other question is that similar: every prompt is empty
-    assert len(fake_llm.CALLS) == 6 + 6 + 6  # initial, critiques, zero_shot: EP_CRIT asks nothing (and needs no summary)
+    # initial, critiques, zero_shot: EP_CRIT asks nothing (and needs no summary)
+    assert len(fake_llm.CALLS) == 6 + 6 + 6
     zero, gated = answered(home / "g", "zero_shot"), answered(home / "g", "EP_CRIT")
     assert set(zero) == set(gated) and len(gated) == 6
     for item_id, p in gated.items():

@@ -251,7 +251,8 @@ def test_evaluate_scores_each_strategy_on_labeled_items_logged_like_a_test_stage
     assert Counter(c["strategy"] for c in calls)["EP_CRIT"] == 3
     fake_llm.CALLS.clear()
     again = lr.evaluate(labeled, strategies=["zero_shot", "EP_CRIT", "ace"])
-    assert fake_llm.CALLS == [] and {n: s.correct for n, s in again.items()} == {n: s.correct for n, s in scores.items()}
+    assert fake_llm.CALLS == []
+    assert {n: s.correct for n, s in again.items()} == {n: s.correct for n, s in scores.items()}
     with pytest.raises(ValueError, match="dc:online learns on the questions it answers"):
         lr.evaluate(labeled, strategies=["dc:online"])
 

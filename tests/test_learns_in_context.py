@@ -112,7 +112,8 @@ def _prompt(template: str, examples: list[dict], prompt_set: str = "turns") -> a
 def test_turns_show_each_example_as_an_earlier_exchange():
     messages = _prompt("performance_ep_label.j2", _examples(2)).messages
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
-    assert "Which vault holds it?" in messages[0]["content"] and '{"answer": one of 1, 2, 3, 4}' in messages[0]["content"]
+    assert "Which vault holds it?" in messages[0]["content"]
+    assert '{"answer": one of 1, 2, 3, 4}' in messages[0]["content"]
     assert messages[1]["content"] == "Question:\npast question 1\n" and messages[2]["content"] == '{"answer": "1"}'
     assert messages[-1]["content"] == "Question:\nthe new question\n"
     # zero_shot's conversation is EP_LABEL's without the earlier exchanges

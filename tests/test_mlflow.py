@@ -132,7 +132,8 @@ def test_a_read_only_store_is_one_line(tmp_path, store, capfd):
     finally:
         folder.chmod(0o755)
     (line,) = capfd.readouterr().err.strip().splitlines()
-    assert line == f"critique: error: --mlflow {uri}: the store cannot be written (Permission denied: {folder / 'mlflow.db'})"
+    assert line == (f"critique: error: --mlflow {uri}: the store cannot be written "
+                    f"(Permission denied: {folder / 'mlflow.db'})")
 
 
 def test_the_default_store_is_sqlite_in_the_working_folder(tmp_path, store, monkeypatch, capsys):
@@ -150,7 +151,8 @@ def test_the_default_store_is_sqlite_in_the_working_folder(tmp_path, store, monk
 def test_the_store_is_the_option_else_the_environment_else_the_default(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    assert mlflow_log.store_uri(None) == mlflow_log.store_uri("") == f"sqlite:///{(tmp_path / 'mlflow.db').resolve().as_posix()}"
+    default = f"sqlite:///{(tmp_path / 'mlflow.db').resolve().as_posix()}"
+    assert mlflow_log.store_uri(None) == mlflow_log.store_uri("") == default
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://localhost:5000")
     assert mlflow_log.store_uri("") == "http://localhost:5000"
     assert mlflow_log.store_uri("sqlite:///elsewhere.db") == "sqlite:///elsewhere.db"

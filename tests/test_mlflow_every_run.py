@@ -21,7 +21,9 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 from critique.analysis import mlflow_log  # noqa: E402
 from critique.cli import main  # noqa: E402
 
-from test_mlflow import store  # noqa: E402,F401  (the fixture: a SQLite store in a temporary working folder)
+import test_mlflow  # noqa: E402
+
+store = test_mlflow.store  # the fixture: a SQLite store in a temporary working folder
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "logs"
@@ -72,7 +74,8 @@ def test_params_hold_default_values_and_a_streams_feedback(tmp_path, store):
 
 
 def test_run_names_lead_with_what_sets_them_apart():
-    assert mlflow_log.run_name(Path("x/pref-gen__local_smollm2__stream-self")) == "stream-self · pref-gen · local_smollm2"
+    assert mlflow_log.run_name(Path("x/pref-gen__local_smollm2__stream-self")) == \
+        "stream-self · pref-gen · local_smollm2"
     assert mlflow_log.run_name(Path("x/mcr-gen__local_smollm2__critic-self__deinflate-drop-reorder")) == \
         "critic-self · deinflate-drop-reorder · mcr-gen · local_smollm2"
     assert mlflow_log.run_name(Path("x/control-pos__local_smollm2")) == "control-pos__local_smollm2"

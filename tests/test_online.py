@@ -21,9 +21,11 @@ def test_without_contamination_the_attractor_is_the_share_of_lenient_entries():
     assert online_loop.attractor(e0, 0.0, leniency, s) == pytest.approx(e0 * leniency / (e0 * leniency + (1 - e0) * s))
 
 
-@pytest.mark.parametrize("e0, kappa, leniency, s", [(0.3, 0.38, 0.5, 0.9), (0.2, 0.6, 0.8, 0.7), (0.4, -0.2, 0.3, 0.95)])
+@pytest.mark.parametrize("e0, kappa, leniency, s",
+                         [(0.3, 0.38, 0.5, 0.9), (0.2, 0.6, 0.8, 0.7), (0.4, -0.2, 0.3, 0.95)])
 def test_the_attractor_is_the_root_of_the_quadratic(e0, kappa, leniency, s):
-    assert online_loop.attractor(e0, kappa, leniency, s) == pytest.approx(quadratic_root(e0, kappa, leniency, s), abs=1e-9)
+    expected = quadratic_root(e0, kappa, leniency, s)
+    assert online_loop.attractor(e0, kappa, leniency, s) == pytest.approx(expected, abs=1e-9)
 
 
 def test_nothing_stored_as_right_has_no_attractor():

@@ -46,7 +46,8 @@ def test_full_run_logs_every_call_and_prediction(home, fake_llm, capsys):
             assert not set(p["retrieved"]) & test_ids
     entries = rundir.read_jsonl(out / "memory" / "episodic.jsonl")
     assert len(entries) == 6 and all(not e["assertion_mismatch"] for e in entries)
-    assert {"item_id", "question", "initial_answer", "gold", "critique", "model", "template_hash", "run_id"} <= set(entries[0])
+    fields = {"item_id", "question", "initial_answer", "gold", "critique", "model", "template_hash", "run_id"}
+    assert fields <= set(entries[0])
     sem = json.loads((out / "memory" / "semantic.json").read_text())
     assert sem["all"]["advice"].startswith("- ") and sem["all"]["source_ids"] == [e["id"] for e in entries]
     manifest = data["manifest"]
@@ -172,17 +173,22 @@ def test_second_process_on_the_same_run_directory_is_refused(home, fake_llm, cap
 
 # ---- Run.call: one request in flight, shared by its callers ---------------------------------------------
 class _Calls:
-    """What Run.call needs of a Run: one request hash for every prompt, and a _send held until released."""
+    """What Run.call needs of a Run: one request hash for every prompt (Step.request over a model that hashes every
+    request alike), and a _send held until released."""
 
     def __init__(self):
         import asyncio
+        from functools import partial
         from types import SimpleNamespace
+
+        from critique.engine.step import Step
 
         self.logged, self._pending, self.sent, self.cancelled = {}, {}, 0, 0
         self.started, self.release = asyncio.Event(), asyncio.Event()
         self.llm = SimpleNamespace(request=lambda messages, schema, name, seed=None, temperature=None,
                                    content_free=None: messages,
                                    request_hash=lambda r: "h")
+        self.request = partial(Step.request, self)
 
     async def _send(self, key, *rest):
         import asyncio

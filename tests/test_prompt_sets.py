@@ -6,8 +6,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 from critique.base import rundir
 from critique.base.config import LEGACY, PROMPT_SETS, RunConfig
 from critique.cli import main
@@ -65,8 +63,9 @@ def test_ep_crit_shows_own_past_answers_with_the_critique_then_the_question():
                     "Critique: ASSERTION", "RATIONALE", "REFLECTION", LEARN, "TASK-TEXT",
                     "Question:\nTHE-QUESTION", FORMAT)
     assert "Correct answer: 1" not in text and "ADVICE" not in text
-    assert in_order(paper("EP_CRIT", "local"), "ASSERTION", "RATIONALE") and "REFLECTION" not in paper("EP_CRIT", "local")
-    assert in_order(paper("EP_CRIT", "global"), "ASSERTION", "REFLECTION") and "RATIONALE" not in paper("EP_CRIT", "global")
+    local, global_ = paper("EP_CRIT", "local"), paper("EP_CRIT", "global")
+    assert in_order(local, "ASSERTION", "RATIONALE") and "REFLECTION" not in local
+    assert in_order(global_, "ASSERTION", "REFLECTION") and "RATIONALE" not in global_
 
 
 def test_sem_crit_puts_the_question_first_then_the_advice():

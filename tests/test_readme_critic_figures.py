@@ -1,10 +1,11 @@
-"""The README's figures of "Learning without clean labels: noisy and self-graded critics, the Echo Gap" are
-the figures the shipped logs give: each test below rebuilds a quoted sentence from the JSON of `critique
-tables logs` (the echo, echo_accuracy, eia and deinflate tables), of `critique tables logs --inference`, of
-`critique audit logs --data datasets` (its entry rows: U, r, b, the reuse n, the generator's truth), or from
+"""The figures of "Noisy and self-graded critics, the Echo Gap" in docs/results.md (the README's shipped findings
+moved there) are the figures the shipped logs give: each test below rebuilds a quoted sentence from the JSON of
+`critique tables logs` (the echo, echo_accuracy, eia and deinflate tables), of `critique tables logs --inference`,
+of `critique audit logs --data datasets` (its entry rows: U, r, b, the reuse n, the generator's truth), or from
 the run directories through critique.analysis.logs (the calls a run made, its memory, its predictions), and
-finds it in the README, so a change to the logs or to the analysis that moves a figure fails here until the
-README says the new one."""
+finds it in docs/results.md, so a change to the logs or to the analysis that moves a figure fails here until the
+page says the new one. Two tests read docs/experiments.md, where the commands are described: the noisy critic's
+share of flipped labels in its command line, and the Echo table's interval rules (the analysis' constants)."""
 
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from critique.analysis import echo, logs
 from critique.analysis.echo_stats import BOOTSTRAP, LEVEL, MAX_UNDEFINED, MIN_CARRIERS, MIN_VARYING, SEED
-from shipped import LOGS, listed, pct, readme
+from shipped import EXPERIMENTS, LOGS, listed, page, pct, results
 
 MODEL = "local_smollm2"
 NOISY, SELF, GOLD = "noisy:0.2", "self", "gold"
@@ -54,7 +55,7 @@ def items(points: float, n: int) -> int:
 
 
 def zero(value: float) -> str:
-    """A rate as the README writes it where it is nothing: 0 (else 6.6%)."""
+    """A rate as docs/results.md writes it where it is nothing: 0 (else 6.6%)."""
     return "0" if value == 0 else pct(value)
 
 
@@ -93,7 +94,7 @@ def test_pref_gen_noisy_run_flips_and_calls(shipped_tables):
     row = echo_row(shipped_tables, "pref-gen", NOISY)
     calls = new_calls(run_dir("pref-gen", NOISY))
     quoted = f"With `noisy:0.2` ({row['label_flipped']} of {row['entries']} labels flipped, {calls:,} new calls)"
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_noisy_critic_flips_a_fifth_of_the_train_labels(shipped_tables):
@@ -102,25 +103,25 @@ def test_noisy_critic_flips_a_fifth_of_the_train_labels(shipped_tables):
         row = echo_row(shipped_tables, dataset, NOISY)
         quoted = f"--critic noisy:0.2 # a seeded {row['label_flipped'] / row['entries']:.0%} of the train labels " \
                  "flipped first"
-        assert quoted in readme(), (dataset, quoted)
+        assert quoted in page(EXPERIMENTS), (dataset, quoted)
 
 
 def test_pref_gen_self_run_calls():
     calls = new_calls(run_dir("pref-gen", SELF))
     quoted = f"With `self` ({calls:,} new calls) the critic calls every answer right"
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_mcr_gen_noisy_run_calls():
     calls = new_calls(run_dir("mcr-gen", NOISY))
     quoted = f"On mcr-gen (`logs/mcr-gen-critic-noisy.toml`, {calls:,} new calls)"
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_mcr_gen_self_run_calls():
     calls = new_calls(run_dir("mcr-gen", SELF))
     quoted = f"With `self` (`logs/mcr-gen-critic-self.toml`, {calls:,} new calls)"
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 # --- pref-gen ---------------------------------------------------------------------------------------------------
@@ -141,10 +142,10 @@ def test_pref_gen_noisy_contradiction_and_specificity(shipped_tables, shipped_au
     assert abs(noisy["contradiction"] - gold["contradiction"]) < 1 and noisy["specificity"] > gold["specificity"]
     quoted = (f"the critic contradicts the gold label it is shown as often as before (contradiction "
               f"{pct(gold['contradiction'])} with the gold critic, {pct(noisy['contradiction'])} over the wrong "
-              "answers whose label was not flipped), while the flipped labels raise the share of wrong answers stored as "
-              f"right against the generator's truth from {pct(generator[GOLD])} to {pct(generator[NOISY])} and "
-              f"specificity from {zero(gold['specificity'])} to {pct(noisy['specificity'])}")
-    assert quoted in readme(), quoted
+              "answers whose label was not flipped), while the flipped labels raise the share of wrong answers "
+              f"stored as right against the generator's truth from {pct(generator[GOLD])} to {pct(generator[NOISY])} "
+              f"and specificity from {zero(gold['specificity'])} to {pct(noisy['specificity'])}")
+    assert quoted in results(), quoted
 
 
 def test_pref_gen_noisy_accuracy_against_the_gold_critic(shipped_tables):
@@ -155,7 +156,7 @@ def test_pref_gen_noisy_accuracy_against_the_gold_critic(shipped_tables):
     assert pct(zero_shot["accuracy"]) == pct(zero_shot["gold_critic"])
     quoted = (f"(EP_CRIT {pct(crit['accuracy'])} against {pct(crit['gold_critic'])} with the gold critic, "
               f"EP+SEM_CRIT {pct(both['accuracy'])} both, zero_shot {pct(zero_shot['accuracy'])})")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_pref_gen_noisy_accuracy_moves_by_at_most(shipped_tables):
@@ -165,7 +166,7 @@ def test_pref_gen_noisy_accuracy_moves_by_at_most(shipped_tables):
              for s in ("zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT")]
     most = max(moved)
     quoted = f"accuracy moves by at most {WORDS[most]} item{'s' if most != 1 else ''} per strategy"
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def self_critic_memory(shipped_tables: dict, shipped_audit: dict, dataset: str) -> tuple[dict, list, list]:
@@ -187,7 +188,7 @@ def test_pref_gen_self_critic_calls_every_answer_right(shipped_tables, shipped_a
     assert all(e["r"] == 1 for e in entries) and row["specificity"] == 0
     quoted = (f"the critic calls every answer right: leniency {whole(row['leniency'])} over the {row['u0']} wrong "
               "initial answers, each stored as a success with its wrong answer as the believed label")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_pref_gen_self_accuracy(shipped_tables, shipped_inference):
@@ -206,7 +207,7 @@ def test_pref_gen_self_accuracy(shipped_tables, shipped_inference):
     quoted = (f"EP_CRIT falls to {pct(crit['accuracy'])} ({crit['vs_gold_critic']:.1f} points against the gold "
               f"critic) and EP+SEM_CRIT to {pct(both['accuracy'])} ({both['vs_gold_critic']:.1f}), both under "
               f"zero_shot, though by {under[0]} to {under[1]} items of {n}, not a significant difference")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_pref_gen_reorder_verifier(shipped_tables):
@@ -215,12 +216,12 @@ def test_pref_gen_reorder_verifier(shipped_tables):
     assert row["checked"] == run["entries"] and not row["errors"]
     assert pct(row["precision"]) == pct(100 * run["u0"] / run["entries"])  # the base rate
     quoted = (f"`critique verify ... --verifier reorder` on the self run flags all {row['flagged']} entries")
-    assert row["flagged"] == row["checked"] and quoted in readme(), quoted
+    assert row["flagged"] == row["checked"] and quoted in results(), quoted
     assert row["corr_nu_b"] is None and row["corr_v_u"] is None
     quoted = (f"Its precision is then the base rate ({pct(row['precision'])}) and Corr(nu, b) is undefined "
               f"({row['corr_why'].removeprefix('undefined: ')}: with both constant the 1 it would print says nothing "
               "of the verifier)")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_pref_gen_deinflation(shipped_tables):
@@ -237,7 +238,7 @@ def test_pref_gen_deinflation(shipped_tables):
               f"{pct(rows['EP+SEM_CRIT']['accuracy'])}, within {within:.1f} points of the source run, and no control "
               f"is possible: as many entries chosen at random are the same {rows['EP_CRIT']['demoted']} (the random "
               "arms repeat the verifier arm's answers), so the table prints no random mean and says why")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 @pytest.mark.parametrize("dataset,mode", [("pref-gen", "doubt"), ("mcr-gen", "drop")])
@@ -270,7 +271,7 @@ def test_mcr_gen_noisy_contradiction_and_specificity(shipped_tables, shipped_aud
               f"{pct(noisy['contradiction'])} of the wrong answers whose label was not flipped and specificity from "
               f"{zero(gold['specificity'])} to {pct(noisy['specificity'])} (right answers whose label was flipped "
               "stored as wrong)")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_mcr_gen_noisy_accuracy_is_the_one_answer(shipped_tables):
@@ -282,7 +283,7 @@ def test_mcr_gen_noisy_accuracy_is_the_one_answer(shipped_tables):
     assert len({p["answer"] for p in predictions}) == 1  # the model's one answer
     assert {pct(100 * sum(p["correct"] is True for p in predictions) / len(predictions))} == stays
     quoted = f"every strategy stays at {stays.pop()}, the model's one answer"
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_mcr_gen_self_critic_and_accuracy(shipped_tables, shipped_audit):
@@ -300,7 +301,7 @@ def test_mcr_gen_self_critic_and_accuracy(shipped_tables, shipped_audit):
               f"wrong ones, each stored with its wrong answer as the believed label); {listed(stay)} stay at "
               f"{pct(rows[stay[0]]['accuracy'])} and {moved[0]}, whose advice now comes from self-graded critiques, "
               f"reaches {pct(up['accuracy'])} ({items(up['vs_gold_critic'], n)} items)")
-    assert right == row["entries"] and quoted in readme(), quoted
+    assert right == row["entries"] and quoted in results(), quoted
 
 
 def test_mcr_gen_reorder_verifier_and_deinflation(shipped_tables):
@@ -326,7 +327,7 @@ def test_mcr_gen_reorder_verifier_and_deinflation(shipped_tables):
               f"and `critique deinflate --mode drop --control random:2` removes all {demoted} (again no control is "
               f"possible: each random arm removes the same {demoted}, and the table says so): EP_CRIT and EP+SEM_CRIT "
               f"stay at {stays.pop()}")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 # --- the Echo Gap statistics ------------------------------------------------------------------------------------
@@ -344,7 +345,7 @@ def test_mcr_gen_gold_echo_gap_rests_on_one_entry(shipped_tables, shipped_audit)
               f"{row['kappa_varying']} whose share of wrong-but-trusted entries varies within their stratum "
               f"(`kappa_varying` {row['kappa_varying']}, no interval; pooled over the strata, confounded, "
               f"{row['kappa_confounded']:.3f})")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_pref_gen_gold_echo_gap(shipped_tables):
@@ -355,7 +356,7 @@ def test_pref_gen_gold_echo_gap(shipped_tables):
               f"{row['kappa_within_high']:.2f}] ({row['kappa_varying']} of {row['kappa_prompts']} prompts vary; "
               f"{row['kappa_zero_shot_right']:.3f} where zero_shot was right, {row['kappa_zero_shot_wrong']:.3f} where "
               f"it was wrong, {row['kappa_confounded']:.3f} pooled)")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_the_positive_controls_pooled_slope_is_difficulty(shipped_tables):
@@ -366,7 +367,7 @@ def test_the_positive_controls_pooled_slope_is_difficulty(shipped_tables):
     quoted = (f"on the positive control, where every answer is \"1\", the pooled slope is "
               f"{row['kappa_confounded']:.3f} and the slope within each stratum {within.pop():.3f}: the pooled figure "
               "is the questions' difficulty, not contamination")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_self_critic_echo_gap_is_undefined(shipped_tables):
@@ -378,16 +379,16 @@ def test_self_critic_echo_gap_is_undefined(shipped_tables):
         assert row["corr_why"] == "undefined: every U=0 entry has b = +1"
     quoted = ("with `self` every wrong answer is stored as right (b = +1), so Corr(b, n | U=0) is undefined and "
               "the table says so")
-    assert quoted in readme(), quoted
+    assert quoted in results(), quoted
 
 
 def test_the_echo_interval_rules_are_the_analysis_constants():
-    """The rules the section states for Corr(b, n | U=0)'s interval are critique.analysis.echo_stats'."""
+    """The rules docs/experiments.md states for Corr(b, n | U=0)'s interval are critique.analysis.echo_stats'."""
     quoted = (f"a {LEVEL:.0%} percentile bootstrap interval ({BOOTSTRAP:,} resamples, seed {SEED}) with the share of "
               f"resamples where it is undefined, given only when at least {MIN_CARRIERS} such entries and "
               f"{MIN_CARRIERS} U=0 entries with b=0 carry it and at most {MAX_UNDEFINED:.0%} of resamples are "
               f"undefined (`corr_why` says why not), each rate's {LEVEL:.0%} Wilson interval")
-    assert quoted in readme(), quoted
+    assert quoted in page(EXPERIMENTS), quoted
     kappa = (f"an interval over resampled test questions only when at least {MIN_CARRIERS} wrong-but-trusted "
              f"entries carry it and at least {MIN_VARYING} prompts vary (`kappa_why` says why not)")
-    assert kappa in readme(), kappa
+    assert kappa in page(EXPERIMENTS), kappa

@@ -1,14 +1,14 @@
-"""Figures the README quotes from the shipped logs are the figures `critique tables logs --format json`
+"""Figures docs/results.md quotes from the shipped logs are the figures `critique tables logs --format json`
 computes: each test below rebuilds a quoted sentence from the tables' JSON (or the run directories' memory)
-and finds it in the README, so a change to the logs or to the analysis that moves a figure fails here until
-the README says the new one."""
+and finds it in docs/results.md, so a change to the logs or to the analysis that moves a figure fails here until
+docs/results.md says the new one."""
 
 import json
 
 import pytest
 
 from critique.cli import main
-from shipped import LOGS, ROOT, listed as _listed, pct as _pct, readme
+from shipped import LOGS, RESULTS, listed as _listed, pct as _pct, results
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def shipped(shipped_tables) -> dict:
 
 
 def gate_sentence(rows: list[dict]) -> str:
-    """The README's sentence of one dataset's gate sweep (rows of the gate table, by threshold)."""
+    """docs/results.md's sentence of one dataset's gate sweep (rows of the gate table, by threshold)."""
     rows = sorted(rows, key=lambda r: r["gate"])
     gates = ", ".join(f"{r['gate']:g}" for r in rows)
     tokens = _listed([f"{r['injected_tokens']:.0f}" for r in rows])
@@ -31,10 +31,10 @@ def gate_sentence(rows: list[dict]) -> str:
 def test_the_gate_sweep_figures(shipped, dataset):
     rows = [r for r in shipped["gate"] if r["dataset"] == dataset and r["strategy"] == "EP_CRIT"]
     assert len(rows) == 3
-    assert gate_sentence(rows) in readme()
+    assert gate_sentence(rows) in results()
 
 
-def test_the_gate_thresholds_are_the_train_quantiles_the_readme_names():
+def test_the_gate_thresholds_are_the_train_quantiles_the_results_name():
     for dataset in ("mcr-gen", "pref-gen"):
         chosen = []
         for path in sorted(LOGS.glob(f"{dataset}__*__gate-*")):
@@ -43,14 +43,14 @@ def test_the_gate_thresholds_are_the_train_quantiles_the_readme_names():
             chosen.append((ablation["chosen"]["quantile"], ablation["value"]))
         assert [q for q, _ in sorted(chosen)] == [0.25, 0.5, 0.75]
         quoted = f"{dataset} {', '.join(f'{v:g}' for _, v in sorted(chosen))}"
-        assert quoted in readme(), quoted
+        assert quoted in results(), quoted
 
 
 def test_the_shipped_semantic_memory_is_as_described():
     pools = json.loads((LOGS / "pref-gen__local_smollm2" / "memory" / "semantic.json").read_text(encoding="utf-8"))
     options = "\n".join(f"- The answer is {o}" for o in "ABCDE")
     assert sum(pool["advice"] == options for pool in pools.values()) == 6 and len(pools) == 10
-    assert "six of the ten users' advice is the five lines \"The answer is A\" ... \"The answer is E\"" in readme()
+    assert "six of the ten users' advice is the five lines \"The answer is A\" ... \"The answer is E\"" in results()
 
 
 @pytest.mark.parametrize("dataset", ["control-pos", "control-neg"])
@@ -59,18 +59,18 @@ def test_the_controls_table(shipped, dataset):
     order = ["zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"]
     assert set(rows) == set(order) and all(rows[s]["n"] == 250 and not rows[s]["errors"] for s in order)
     cells = [f"{rows[order[0]]['majority']:.1f}"] + [f"{rows[s]['accuracy']:.1f}" for s in order]
-    assert f"| {dataset} | " + " | ".join(cells) + " |" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"| {dataset} | " + " | ".join(cells) + " |" in RESULTS.read_text(encoding="utf-8")
 
 
 def test_no_paired_test_of_a_control_has_a_discordant_item(tmp_path):
-    """The README says so: the embedded model gives one answer everywhere, so the item-level tests find no
+    """docs/results.md says so: the embedded model gives one answer everywhere, so the item-level tests find no
     difference in either control."""
     out = tmp_path / "inference.json"
     runs = [str(LOGS / f"{d}__local_smollm2") for d in ("control-pos", "control-neg")]
     assert main(["tables", *runs, "--inference", "--format", "json", "-o", str(out)]) == 0
     paired = json.loads(out.read_text(encoding="utf-8"))["inference"]["paired"]
     assert paired and all(r["diff"] == 0.0 and r["discordant_wins"] == r["discordant_losses"] == 0 for r in paired)
-    assert "no paired test has a discordant item" in readme()
+    assert "no paired test has a discordant item" in results()
 
 
 def test_a_skipped_c4_says_how_many_points_have_both(shipped):
@@ -90,16 +90,17 @@ def _cell(row: dict) -> str:
 
 @pytest.mark.parametrize("dataset", ["control-pos", "control-neg"])
 def test_the_controls_on_the_model_that_learns(shipped, dataset):
-    """The README's row of each control on Qwen2.5-Coder-0.5B is Table 1's."""
+    """docs/results.md's row of each control on Qwen2.5-Coder-0.5B is Table 1's."""
     rows = {r["strategy"]: r for r in shipped["table1"] if r["model"] == QWEN and r["dataset"] == dataset}
     assert set(rows) == set(QWEN_STRATEGIES) and all(r["n"] == 250 for r in rows.values())
-    line = f"| {dataset} | {rows['zero_shot']['majority']:.1f} | " + " | ".join(_cell(rows[s]) for s in QWEN_STRATEGIES) + " |"
-    assert line in readme(), line
+    cells = " | ".join(_cell(rows[s]) for s in QWEN_STRATEGIES)
+    line = f"| {dataset} | {rows['zero_shot']['majority']:.1f} | {cells} |"
+    assert line in results(), line
 
 
 def test_the_controls_paired_tests_on_the_model_that_learns(shipped_inference):
     """EP_LABEL over zero_shot on control-pos at p < 1e-6, and no strategy over zero_shot on control-neg after Holm,
-    as the README's paired table says."""
+    as docs/results.md's paired table says."""
     inference = shipped_inference["inference"]
     rows = [r for r in inference["controls"] + inference["paired"]
             if r["model"] == QWEN and r["baseline"] == "zero_shot"]
@@ -111,4 +112,4 @@ def test_the_controls_paired_tests_on_the_model_that_learns(shipped_inference):
         line = (f"| {control} | {strategy} | zero_shot | {r['diff']:+.1f} [{r['ci_low']:.1f}, {r['ci_high']:.1f}] | "
                 f"{r['discordant_wins']} / {r['discordant_losses']} | {r['p_mcnemar']:.3g} | {r['p_holm']:.3g} | "
                 f"{r['mde']:.1f} |")
-        assert line in readme(), line
+        assert line in results(), line

@@ -1,15 +1,15 @@
-"""The README's figures of "Auditing the memory" and "Credit by deletion", rebuilt from the shipped logs: the
+"""docs/results.md's figures of "Auditing the memory" and "Credit by deletion", rebuilt from the shipped logs: the
 JSON of `critique audit logs --data datasets` and of `critique tables logs` (its `credit` and `credit_prune`
-tables), and the credit run directories' own calls. Each test builds a quoted sentence in the README's exact
-words from the computed values and finds it in the README, so a change to the logs or to the analysis that
-moves a figure fails here until the README says the new one."""
+tables), and the credit run directories' own calls. Each test builds a quoted sentence in docs/results.md's exact
+words from the computed values and finds it in docs/results.md, so a change to the logs or to the analysis that
+moves a figure fails here until docs/results.md says the new one."""
 
 import json
 from pathlib import Path
 
 from critique.analysis import credit as credit_analysis
 from critique.experiments import reuse
-from shipped import LOGS, pct as _pct, readme
+from shipped import LOGS, pct as _pct, results
 
 DATASETS = ("mcr-gen", "pref-gen")
 
@@ -29,7 +29,7 @@ def test_the_audited_runs_use_the_papers_prompts_and_the_gold_critic(shipped_aud
         assert manifest["config"]["prompts"] == "paper"
         audit = audit_of(shipped_audit, dataset)
         assert audit["experiment"] == "plain run" and audit["model"].endswith("[critic=gold]")
-    assert "On the shipped logs (`critique audit logs --data datasets`): with the paper's prompts" in readme()
+    assert "On the shipped logs (`critique audit logs --data datasets`): with the paper's prompts" in results()
 
 
 def mcr_gen_contradiction_sentence(audit: dict) -> str:
@@ -55,7 +55,7 @@ def _not_the_gold(s: dict) -> str:
 
 
 def test_the_mcr_gen_critic_hardly_contradicts_the_label(shipped_audit):
-    assert mcr_gen_contradiction_sentence(audit_of(shipped_audit, "mcr-gen")) in readme()
+    assert mcr_gen_contradiction_sentence(audit_of(shipped_audit, "mcr-gen")) in results()
 
 
 def pref_gen_contradiction_sentence(audit: dict) -> str:
@@ -70,7 +70,7 @@ def pref_gen_contradiction_sentence(audit: dict) -> str:
 
 
 def test_the_pref_gen_critic_often_contradicts_the_label(shipped_audit):
-    assert pref_gen_contradiction_sentence(audit_of(shipped_audit, "pref-gen")) in readme()
+    assert pref_gen_contradiction_sentence(audit_of(shipped_audit, "pref-gen")) in results()
 
 
 def failures_sentence(audit: dict) -> str:
@@ -86,7 +86,7 @@ def failures_sentence(audit: dict) -> str:
 
 
 def test_the_retrieval_and_usage_failures(shipped_audit):
-    assert failures_sentence(audit_of(shipped_audit, "mcr-gen")) in readme()
+    assert failures_sentence(audit_of(shipped_audit, "mcr-gen")) in results()
 
 
 # ---- Credit by deletion -----------------------------------------------------------------------------
@@ -116,7 +116,7 @@ def calls_of(path: Path) -> list[dict]:
 
 def call_counts(dataset: str) -> dict:
     """What a credit run's calls say: the calls made (sent to the model, as `critique credit` counts them),
-    the deletions and null repeats, the cost line printed before the first call (critique.experiments.credit:
+    the deletions and null repeats, the cost line printed before the first call (critique.experiments.credit.deletion:
     every null repeat, and every other request the source run's log does not answer: the run started fresh,
     with nothing of its own logged), and the requests the response cache answered (logged as cached, though
     the source run's log does not hold them)."""
@@ -154,7 +154,7 @@ def calls_sentence(shipped_tables: dict) -> str:
         what = f"{counts['deletions']} deletions over {counts['prompts']} prompts"
         if dataset == DATASETS[0]:
             what += f" and the {counts['nulls']} null repeats"
-            assert counts["from_cache"], "the README names the response cache for mcr-gen"
+            assert counts["from_cache"], "docs/results.md names the response cache for mcr-gen"
         else:
             assert counts["nulls"] == credit_row(shipped_tables, DATASETS[0])["null_asked"]
         if counts["from_cache"]:
@@ -166,7 +166,7 @@ def calls_sentence(shipped_tables: dict) -> str:
 
 
 def test_the_credit_runs_calls(shipped_tables):
-    assert calls_sentence(shipped_tables) in readme()
+    assert calls_sentence(shipped_tables) in results()
 
 
 def command_sentence(shipped_tables: dict) -> str:
@@ -189,14 +189,14 @@ def command_sentence(shipped_tables: dict) -> str:
 
 
 def test_the_credit_command(shipped_tables):
-    assert command_sentence(shipped_tables) in readme()
+    assert command_sentence(shipped_tables) in results()
 
 
 def test_the_null_control(shipped_tables):
     rows = [credit_row(shipped_tables, dataset) for dataset in DATASETS]
     assert len({(r["null_flipped"], r["null_asked"]) for r in rows}) == 1
     quoted = f"The null control found {rows[0]['null_flipped']} flips in {rows[0]['null_asked']} repeats on each"
-    assert quoted in readme()
+    assert quoted in results()
 
 
 def mcr_gen_credit_sentence(shipped_tables: dict) -> str:
@@ -216,7 +216,7 @@ def mcr_gen_credit_sentence(shipped_tables: dict) -> str:
 
 
 def test_the_mcr_gen_credit(shipped_tables):
-    assert mcr_gen_credit_sentence(shipped_tables) in readme()
+    assert mcr_gen_credit_sentence(shipped_tables) in results()
 
 
 def test_pruning_is_scored_on_the_other_half(shipped_tables):
@@ -234,7 +234,7 @@ def test_pruning_is_scored_on_the_other_half(shipped_tables):
 
 def pref_gen_credit_sentence(shipped_tables: dict) -> str:
     """pref-gen: the deletions that changed correctness against the null control's flips, and the tiers
-    the README names (every tier with an entry but novel-not-decisive), largest first but inert last."""
+    docs/results.md names (every tier with an entry but novel-not-decisive), largest first but inert last."""
     row = credit_row(shipped_tables, "pref-gen")
     named = [t for t in ("load-bearing", "toxic", "mixed", "inert") if row[t]]
     assert named == ["load-bearing", "toxic", "mixed", "inert"]
@@ -247,7 +247,7 @@ def pref_gen_credit_sentence(shipped_tables: dict) -> str:
 
 
 def test_the_pref_gen_credit(shipped_tables):
-    assert pref_gen_credit_sentence(shipped_tables) in readme()
+    assert pref_gen_credit_sentence(shipped_tables) in results()
 
 
 def pruning_sentence(shipped_tables: dict) -> str:
@@ -279,4 +279,4 @@ def pruning_sentence(shipped_tables: dict) -> str:
 
 
 def test_the_pref_gen_pruning(shipped_tables):
-    assert pruning_sentence(shipped_tables) in readme()
+    assert pruning_sentence(shipped_tables) in results()

@@ -1,12 +1,12 @@
-"""The README's shipped comparison of the field's methods (logs-methods/: the embedded model, every method at one
+"""docs/results.md's shipped comparison of the field's methods (logs-methods/: the embedded model, every method at one
 train budget) holds the figures that `critique tables logs-methods --format json` computes: its table is rebuilt
-here from the methods table and found in the README, so a change to the logs or the analysis that moves one fails
-until the README says the new one."""
+here from the methods table and found in docs/results.md, so a change to the logs or the analysis that moves one fails
+until docs/results.md says the new one."""
 
 import pytest
 
 from critique.analysis.render import cell
-from shipped import ROOT, command_json
+from shipped import RESULTS, ROOT, command_json
 
 DATASETS = ("mcr-gen", "pref-gen", "control-pos")  # the comparisons shipped in logs-methods/
 METHODS = ("EP+SEM_CRIT", "ace", "ace:nolabel", "dc", "expel", "dspy:knn", "dspy:mipro", "dspy:gepa", "dspy:simba")
@@ -28,11 +28,13 @@ def _against(rows: dict, other: str) -> str:
 
 
 def methods_table(rows: list[dict]) -> str:
-    """The README's comparison: per dataset and method, accuracy, its timeouts, what its memory holds, offline
+    """docs/results.md's comparison: per dataset and method, accuracy, its timeouts, what its memory holds, offline
     tokens and where the budget stopped it, tokens per test question, break-even against EP_LABEL, and the paired
     tests (Holm) against EP+SEM_CRIT and zero_shot."""
-    lines = ["| dataset | method | accuracy % | timeouts | memory | offline tokens | stopped | prompt + completion tokens / question "
-             "| break-even | vs EP+SEM_CRIT: points (wins/losses, p Holm) | vs zero_shot |", "|---" * 11 + "|"]
+    lines = ["| dataset | method | accuracy % | timeouts | memory | offline tokens | stopped "
+             "| prompt + completion tokens / question | break-even "
+             "| vs EP+SEM_CRIT: points (wins/losses, p Holm) | vs zero_shot |",
+             "|---" * 11 + "|"]
     for dataset in DATASETS:
         for method in METHODS:
             by = _rows(rows, dataset, method)
@@ -50,9 +52,9 @@ def methods_table(rows: list[dict]) -> str:
 
 @pytest.fixture(scope="module")
 def methods_rows(tmp_path_factory) -> list[dict]:
-    """`critique tables logs-methods --format json`: the methods table the README quotes."""
+    """`critique tables logs-methods --format json`: the methods table docs/results.md quotes."""
     return command_json(tmp_path_factory.mktemp("methods"), ["tables", str(ROOT / "logs-methods")])["methods"]
 
 
 def test_the_methods_table(methods_rows):
-    assert methods_table(methods_rows) in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert methods_table(methods_rows) in RESULTS.read_text(encoding="utf-8")

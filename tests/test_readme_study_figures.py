@@ -1,8 +1,8 @@
-"""The README's account of the shipped study logs (from "On the shipped logs (full size: ..." through the
+"""docs/results.md's account of the shipped study logs (from "On the shipped logs (full size: ..." through the
 shipped probes and ablations) holds the figures the logs give: each test rebuilds one quoted sentence (or
 table) from `critique tables logs [--inference] --format json` or from the run directories, read through
-the one reader critique.analysis.logs, and finds it in the README; a change to the logs or to the analysis
-that moves a figure fails here until the README says the new one."""
+the one reader critique.analysis.logs, and finds it in docs/results.md; a change to the logs or to the analysis
+that moves a figure fails here until docs/results.md says the new one."""
 
 import re
 from collections import Counter
@@ -10,14 +10,14 @@ from datetime import datetime
 
 from critique.analysis import logs
 from critique.analysis.render import cell
-from shipped import LOGS, ROOT, pct, readme
+from shipped import LOGS, RESULTS, pct, results
 
 GOLD = {dataset: LOGS / f"{dataset}__local_smollm2" for dataset in ("mcr-gen", "pref-gen")}
 SUGGESTIBILITY = LOGS / "mcr-gen__local_smollm2__suggestibility"
 STRATEGIES = ["zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"]
 WORDS = {0: "zero", 1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine",
          10: "ten"}
-# The columns of the README's quote of the paired table (the printed one has condition, errors, flagged and
+# The columns of docs/results.md's quote of the paired table (the printed one has condition, errors, flagged and
 # direction_agrees too).
 PAIRED_COLUMNS = ["model", "dataset", "strategy", "baseline", "n", "acc_strategy", "acc_baseline", "diff", "ci_low",
                   "ci_high", "discordant_wins", "discordant_losses", "p_mcnemar", "p_holm", "mde"]
@@ -42,7 +42,7 @@ def _stretch(run) -> tuple[int, float]:
 
 
 def paired_quote(paired: list[dict]) -> str:
-    """The README's table: the EP+SEM_CRIT rows of the gold-critic runs, as `critique tables --inference`
+    """docs/results.md's table: the EP+SEM_CRIT rows of the gold-critic runs, as `critique tables --inference`
     prints them, in its order."""
     rows = [r for r in paired if r["condition"] == "critic=gold" and r["strategy"] == "EP+SEM_CRIT"]
     lines = ["| " + " | ".join(PAIRED_COLUMNS) + " |", "|" + "---|" * len(PAIRED_COLUMNS)]
@@ -74,19 +74,19 @@ def test_the_full_size_of_the_shipped_runs():
                                          for line in pool["lines"]), run  # no sources asked: the whole pool
     assert strategies == {tuple(STRATEGIES)}
     assert f"(full size: {mcr['n_test']} mcr-gen test items, {len(users)} pref-gen users x " \
-           f"{per_user['test']} items)" in readme()
+           f"{per_user['test']} items)" in results()
     assert f"`mcr-gen` ({mcr['n_train']} train / {mcr['n_test']} test) and `pref-gen` ({len(users)} users x " \
            f"{per_user['train_predict']} train / {per_user['test']} test), all {WORDS[len(STRATEGIES)]} " \
            f"strategies, {'zero' if not errors else errors} errors, every line of semantic advice traced to the " \
-           f"critiques of its chunk" in readme()
+           f"critiques of its chunk" in results()
 
 
 def test_the_quoted_paired_table(shipped_inference):
     paired = shipped_inference["inference"]["paired"]
     quote = paired_quote(paired)
-    assert len(quote.splitlines()) == 2 + 4  # header, rule and the four rows the README shows
-    # the whole table as the README holds it, nothing after its last row
-    assert quote + "\n\n" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(quote.splitlines()) == 2 + 4  # header, rule and the four rows docs/results.md shows
+    # the whole table as docs/results.md holds it, nothing after its last row
+    assert quote + "\n\n" in RESULTS.read_text(encoding="utf-8")
 
 
 def test_the_number_of_paired_rows_printed(shipped_inference):
@@ -95,12 +95,12 @@ def test_the_number_of_paired_rows_printed(shipped_inference):
     assert {c.split(",")[0] for c in conditions if c.startswith("critic=")} == \
         {"critic=gold", "critic=noisy:0.2", "critic=self"}
     assert any("control=" in c for c in conditions)
-    assert f"prints all {len(paired)} rows, those of the noisy and self critics and of the controls too" in readme()
+    assert f"prints all {len(paired)} rows, those of the noisy and self critics and of the controls too" in results()
 
 
 def test_the_call_counts_of_the_shipped_study():
     counts = {d: len(logs.rows(run, logs.CALLS, ("stage",))) for d, run in GOLD.items()}
-    assert f"mcr-gen {counts['mcr-gen']:,} calls, pref-gen {counts['pref-gen']:,}" in readme()
+    assert f"mcr-gen {counts['mcr-gen']:,} calls, pref-gen {counts['pref-gen']:,}" in results()
 
 
 def test_the_wall_time_of_the_last_stretch():
@@ -109,9 +109,9 @@ def test_the_wall_time_of_the_last_stretch():
     stretches = {d: _stretch(run) for d, run in GOLD.items()}
     (mcr_calls, mcr_s), (pref_calls, pref_s) = stretches["mcr-gen"], stretches["pref-gen"]
     assert f"the last uninterrupted stretch of each ran {mcr_calls:,} calls in {mcr_s / 60:.0f} min (mcr-gen) " \
-           f"and {pref_calls:,} calls in {pref_s / 60:.0f} min (pref-gen)" in readme()
+           f"and {pref_calls:,} calls in {pref_s / 60:.0f} min (pref-gen)" in results()
     per_call = (mcr_s + pref_s) / (mcr_calls + pref_calls)
-    assert f"(about {per_call:.1f} s a call;" in readme()
+    assert f"(about {per_call:.1f} s a call;" in results()
 
 
 def test_the_time_of_a_summary_chunk():
@@ -125,7 +125,7 @@ def test_the_time_of_a_summary_chunk():
     tokens = round(sum(r[3] for r in full) / len(full) / 500) * 500
     assert all(abs(r[3] - tokens) < 500 for r in full)
     seconds = round(sum(r[4] for r in full) / len(full), -1)
-    assert f"a summary chunk of {tokens:,} prompt tokens takes about {seconds:.0f} s)" in readme()
+    assert f"a summary chunk of {tokens:,} prompt tokens takes about {seconds:.0f} s)" in results()
 
 
 def test_the_model_answers_every_mcr_gen_question_alike(shipped_tables):
@@ -137,14 +137,14 @@ def test_the_model_answers_every_mcr_gen_question_alike(shipped_tables):
     accuracy = {pct(r["accuracy"]) for r in rows.values()} | {pct(r["majority"]) for r in rows.values()}
     assert len(answers) == 1 and len(accuracy) == 1
     assert f"the {size} model answers every mcr-gen question with the same option ({accuracy.pop()}, the " \
-           f"majority baseline, for all {WORDS[len(rows)]} strategies)" in readme()
+           f"majority baseline, for all {WORDS[len(rows)]} strategies)" in results()
 
 
 def test_the_mcr_gen_advice_is_one_degenerate_line():
     pools = logs.memory_document(GOLD["mcr-gen"], logs.SEMANTIC)
     lines = [line["text"] for pool in pools.values() for line in pool["lines"]]
     assert len(lines) == 1 and set(lines[0].split(".")) <= {"1", ""} and len(lines[0]) > 7
-    assert f"its distilled advice is {WORDS[len(lines)]} degenerate line (\"{lines[0][:7]}...\")" in readme()
+    assert f"its distilled advice is {WORDS[len(lines)]} degenerate line (\"{lines[0][:7]}...\")" in results()
 
 
 def test_the_pref_gen_advice_of_each_user():
@@ -174,7 +174,7 @@ def test_the_pref_gen_advice_of_each_user():
                 f"users' advice is the five lines \"The answer is A\" ... \"The answer is E\", "
                 f"{WORDS[kinds['alternates']]} user's alternates A and B, {WORDS[kinds['single']]} user's is a "
                 f"single \"The answer is A\", and {WORDS[kinds['options']]} users' repeat option texts")
-    assert sentence in readme()
+    assert sentence in results()
 
 
 def test_the_pref_gen_gain_of_ep_sem_crit(shipped_inference):
@@ -185,7 +185,7 @@ def test_the_pref_gen_gain_of_ep_sem_crit(shipped_inference):
     side = "over" if row["diff"] > 0 else "under"
     assert f"On pref-gen EP+SEM_CRIT is {abs(row['diff']):.1f} points {side} zero_shot, " \
            f"{'significant' if significant else 'not significant'} (p = {row['p_mcnemar']:.2g}; the test had 80% " \
-           f"power for a difference of {row['mde']:.1f} points or more)." in readme()
+           f"power for a difference of {row['mde']:.1f} points or more)." in results()
 
 
 def test_the_suggestibility_probe(shipped_tables):
@@ -193,11 +193,11 @@ def test_the_suggestibility_probe(shipped_tables):
     row, = [r for r in shipped_tables["table4"] if r["dataset"] == "mcr-gen"]
     assert shipped_tables["titles"]["table4"].startswith("Table 4. Suggestibility")
     assert row["model"] == "local/smollm2 [critic=gold]" and row["n"] == 250 and not row["errors"]
-    assert row["delivered_truth"] == row["delivered_lying"]  # the README gives one share for both
+    assert row["delivered_truth"] == row["delivered_lying"]  # docs/results.md gives one share for both
     assert f"The suggestibility probe on mcr-gen ({len(cached):,} calls, {cached.count(False):,} of them new) " \
            f"is shipped too: {pct(row['acc_truth'])} with a truthful critique, {pct(row['acc_lying'])} with a " \
            f"lying one (S = {row['suggestibility']:.1f}; {pct(row['delivered_truth'])} of the critiques argued " \
-           f"the label they were told to)." in readme()
+           f"the label they were told to)." in results()
 
 
 def test_the_k_ablation(shipped_tables):
@@ -207,4 +207,4 @@ def test_the_k_ablation(shipped_tables):
     assert all(r["n"] == 250 and not r["errors"] for r in rows)
     ks = ", ".join(str(r["value"]) for r in rows)
     assert f"The K ablation on mcr-gen (K = {ks}; {rows[0]['strategy']}) is shipped as well: " \
-           f"{', '.join(pct(r['accuracy']) for r in rows)}, and so are" in readme()
+           f"{', '.join(pct(r['accuracy']) for r in rows)}, and so are" in results()

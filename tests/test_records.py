@@ -133,7 +133,9 @@ def test_the_config_definition_is_run_config():
 
 
 def _experiments() -> list[str]:
-    from critique.experiments import credit, credit_prune, overturn, probes, stream, verify  # noqa: F401  (they declare)
+    from critique.experiments import overturn, probes, verify  # noqa: F401  (they declare)
+    from critique.experiments.credit import deletion, prune  # noqa: F401  (they declare)
+    from critique.experiments.stream import loop  # noqa: F401  (they declare)
 
     return [f"experiment {name}" for name in sorted(records.EXPERIMENTS)]
 
@@ -166,3 +168,10 @@ def test_the_manifest_names_the_code_the_command_and_the_folders(home, fake_llm)
     Learner("fake/model", task="Is it true?", answer_space=["yes", "no"], out=learner, progress=False).fit(
         [("Water is wet.", "yes"), ("Fire is cold.", "no")])
     assert rundir.read_manifest(learner)["command"] is None  # from Python: no command line
+
+
+def test_the_experiments_reader_names_the_memory_files_the_engine_writes():
+    from critique.engine.memory import episodic, semantic
+    from critique.experiments import source_run
+
+    assert (source_run.ENTRIES, source_run.SEMANTIC) == (episodic.ENTRIES, semantic.FILE)

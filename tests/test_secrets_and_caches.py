@@ -169,6 +169,7 @@ def test_a_full_disk_stops_the_run_with_whole_records_and_a_rerun_completes(home
     assert run(home, "--no-cache") == 0
     mine, theirs = (rundir.read_run(home / name) for name in ("run", "reference"))
     key = lambda r: (r["stage"], r["strategy"], r["user"], r["item_id"])  # noqa: E731
-    assert sorted(map(key, rundir.latest(mine["predictions"]))) == sorted(map(key, rundir.latest(theirs["predictions"])))
+    assert sorted(map(key, rundir.latest(mine["predictions"]))) == \
+        sorted(map(key, rundir.latest(theirs["predictions"])))
     assert {c["request_hash"] for c in mine["calls"]} == {c["request_hash"] for c in theirs["calls"]}
     assert mine["manifest"]["status"] == "complete"

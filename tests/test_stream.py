@@ -11,8 +11,8 @@ import pytest
 from critique.base import rundir
 from critique.cli import main
 from critique.engine.memory.notes import Notes
-from critique.experiments import stream as stream_mod
-from critique.experiments.stream_spec import parse_feedback, stream_probe
+from critique.experiments.stream import loop as stream_mod
+from critique.experiments.stream.spec import parse_feedback, stream_probe
 from killed import kill_after_calls
 
 LIMIT = 6
@@ -96,8 +96,10 @@ def _twin_dataset(folder: Path) -> Path:
     (folder / "dataset.json").write_text(json.dumps(card), encoding="utf-8")
     things = ["a walnut ledger from Tartu", "a tin saddle from Rovinj", "a glass lamp from Bergen",
               "a copper kettle from Porto", "an oak chest from Riga", "a silk fan from Lyon"]
-    train = [{"id": f"tr-{n}", "question": f"Where is {t} kept?", "answer": str(n % 4 + 1)} for n, t in enumerate(things)]
-    test = [{"id": f"te-{n}", "question": f"Where is {t} stored?", "answer": str(n % 4 + 1)} for n, t in enumerate(things)]
+    train = [{"id": f"tr-{n}", "question": f"Where is {t} kept?", "answer": str(n % 4 + 1)}
+             for n, t in enumerate(things)]
+    test = [{"id": f"te-{n}", "question": f"Where is {t} stored?", "answer": str(n % 4 + 1)}
+            for n, t in enumerate(things)]
     for name, items in (("train.jsonl", train), ("test.jsonl", test)):
         (folder / name).write_text("".join(json.dumps(i) + "\n" for i in items), encoding="utf-8")
     return folder
@@ -323,7 +325,7 @@ def test_refresh_every_keeps_advice_that_learns_with_the_notes(home, fake_llm):
 
 
 def test_an_advice_line_whose_sources_are_all_disabled_goes():
-    from critique.experiments.stream_advice import Advice
+    from critique.experiments.stream.advice import Advice
 
     advice = Advice(run=None, every=1)
     advice.lines = {"all": [{"text": "keep", "source_ids": ["a", "b"]}, {"text": "gone", "source_ids": ["b"]}]}

@@ -60,7 +60,8 @@ out = "out"
     ('[[models]]\nname = "fake/model"\n[probes.stream]\nfeedback = "self"\ndisable_test = true\n',
      "--disable-test needs labelled feedback"),
     ('[[models]\nname = "fake/model"\n', "not valid TOML"),
-    ('prompts = "fancy"\n[[models]]\nname = "fake/model"\n', "prompts must be one of paper, compact, turns, not 'fancy'"),
+    ('prompts = "fancy"\n[[models]]\nname = "fake/model"\n',
+     "prompts must be one of paper, compact, turns, not 'fancy'"),
     ('on_mismatch = "ignore"\n[[models]]\nname = "fake/model"\n', "on_mismatch must be one of keep, drop, recritique"),
 ])
 def test_a_bad_study_file_is_one_clear_error_before_any_call(home, fake_llm, capsys, extra, message):
@@ -310,7 +311,8 @@ def test_example_study_file_is_valid():
 
 
 ROOT = Path(__file__).resolve().parents[1]
-SHIPPED_STUDIES = sorted((ROOT / "logs").glob("*.toml")) + [ROOT / "logs-methods" / f"{d}.toml" for d in METHODS_SHIPPED]
+SHIPPED_STUDIES = (sorted((ROOT / "logs").glob("*.toml"))
+                   + [ROOT / "logs-methods" / f"{d}.toml" for d in METHODS_SHIPPED])
 
 
 @pytest.mark.parametrize("path", SHIPPED_STUDIES, ids=lambda p: f"{p.parent.name}/{p.name}")

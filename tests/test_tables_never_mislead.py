@@ -149,7 +149,8 @@ def test_a_limit_at_or_below_k_warns_that_retrieval_chooses_nothing(home, fake_l
 
 def plain_run(path, model="m", dataset="d", right=(3, 3, 3, 3, 3), probe=None, n=5, **config):
     """A synthetic run: per strategy (in the study's order) `right[i]` of `n` test items correct."""
-    head = synthetic.manifest(model, dataset, probe=probe, run_id=path.name, started=f"2025-01-0{len(path.name) % 9 + 1}")
+    head = synthetic.manifest(model, dataset, probe=probe, run_id=path.name,
+                              started=f"2025-01-0{len(path.name) % 9 + 1}")
     head["config"].update(config)
     strategies = ["zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"]
     if probe:

@@ -86,6 +86,7 @@ class RunConfig:
     response_format: str = "auto"  # RESPONSE_FORMATS: how a request asks for JSON (critique.llm.formats)
     example_order: str = "nearest-first"  # EXAMPLE_ORDERS: where an EP prompt puts its nearest example
     answer_by: str = "generate"  # ANSWER_BY: the answer written by the model, or the best-scored option
+    method_settings: str | None = None  # "METHOD.KEY=VALUE,...": settings a memory method declares of its own
 
     def __post_init__(self):
         """Every setting checked here, once, whoever builds the config (the command line, a study file, the
@@ -102,6 +103,10 @@ class RunConfig:
             self.critic, self.label_budget = canonical_critic(self.critic, self.label_budget)
         except ValueError as exc:
             raise SettingError("critic", str(exc)) from None
+        try:
+            self.method_settings = canonical_method_settings(self.method_settings)
+        except ValueError as exc:
+            raise SettingError("method_settings", str(exc)) from None
         add_url_secrets(self.api_base)  # http://user:pass@host/: never written in clear
 
 
@@ -117,7 +122,8 @@ IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature",
             "critic", "label_budget",  # critic, label_budget: what the critic sees of the train labels
             "train_budget",  # train_budget: where a method's offline stage stops (the memory it builds)
             "response_format",  # response_format: what the model is asked for (a form the server takes)
-            "example_order", "answer_by")  # how the examples are laid out, how an answer is read
+            "example_order", "answer_by",  # how the examples are laid out, how an answer is read
+            "method_settings")  # what a memory method's own settings make of its memory and prompts
 # The value a run had for a setting its manifest predates, where that is not RunConfig's default:
 # every run before --prompts existed used the templates now in prompts/compact/.
 LEGACY = {"prompts": "compact"}
@@ -140,7 +146,7 @@ KINDS = {"dataset": str, "model": str, "strategies": list, "k": int, "parts": st
          "on_mismatch": str, "prompts": str, "critic": str, "label_budget": float, "gate": float,
          "inject_budget": int, "retrieval": str, "advice_sources": str, "cache_size_gb": float,
          "train_budget": int, "price": str, "max_cost": float, "response_format": str, "example_order": str,
-         "answer_by": str}
+         "answer_by": str, "method_settings": str}
 
 
 class SettingError(UserError, ValueError):
@@ -223,6 +229,27 @@ def manifest_run_config(manifest: dict) -> RunConfig:
     their value of that time (manifest_config); keys RunConfig does not know are left out."""
     known = {f.name for f in fields(RunConfig)}
     return RunConfig(**{k: v for k, v in manifest_config(manifest["config"]).items() if k in known})
+
+
+def parse_method_settings(text: str | None) -> dict[tuple[str, str], str]:
+    """(method, key) -> the value's text, of "METHOD.KEY=VALUE,..." (ValueError saying what is wrong); which methods
+    and keys exist, and what their values may be, is the engine's to check (critique.engine.methods.settings)."""
+    found: dict[tuple[str, str], str] = {}
+    for part in [p.strip() for p in (text or "").split(",") if p.strip()]:
+        setting, equals, value = part.partition("=")
+        method, _, key = setting.strip().rpartition(".")
+        if not equals or not method or not key or not value.strip():
+            raise ValueError(f"must be METHOD.KEY=VALUE, comma-separated (e.g. ace.epochs=2), not {part!r}")
+        if (method, key) in found:
+            raise ValueError(f"sets {method}.{key} twice")
+        found[(method, key)] = value.strip()
+    return found
+
+
+def canonical_method_settings(text: str | None) -> str | None:
+    """The one written form of ``method_settings``: sorted, no spaces; None when it sets nothing."""
+    found = parse_method_settings(text)
+    return ",".join(f"{m}.{k}={v}" for (m, k), v in sorted(found.items())) or None
 
 
 def canonical_critic(critic: str, label_budget: float | None = None) -> tuple[str, float | None]:

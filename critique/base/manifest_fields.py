@@ -20,10 +20,11 @@ MANIFEST = (
     Field("resumed", "string|null", "when it was last resumed; null if never"),
     Field("config", "object", "the run's settings (table config below)", analysis=True),
     Field("probe", "object|null", "{name: suggestibility, attribution}, {name: consistency, repeats, split} or "
-          "{name: verify, verifier, source, source_run_id} (critique verify: source is the run checked), {name: deinflate, "
-          "mode, demote, verifier, seed, demoted, source, source_run_id, verify_run} (critique deinflate), {name: "
-          "overturn} (critique probe overturn), {name: stream, feedback, order, conflicts, start, rank, "
-          "conflict_similarity, strategy} (critique stream); null for a plain run", analysis=True),
+          "{name: verify, verifier, source, source_run_id} (critique verify: source is the run checked), "
+          "{name: deinflate, mode, demote, verifier, seed, demoted, source, source_run_id, verify_run} "
+          "(critique deinflate), {name: overturn} (critique probe overturn), "
+          "{name: stream, feedback, order, conflicts, start, rank, conflict_similarity, strategy} (critique stream); "
+          "null for a plain run", analysis=True),
     Field("ablation", "object|null", "{name: k | parts | train_size | gate, value}, and for a gate threshold chosen "
           "from the train split (critique ablate gate --quantiles, a study's ablations.gate.quantiles) chosen: {split: "
           "train, quantile, questions, statistic}; null when none", analysis=True),
@@ -57,6 +58,9 @@ MANIFEST = (
           "shown, labeled: its train items with a label to show, fitted_to: the test item whose prompt (the most "
           "tokens) the count was fitted to; null when nothing was counted}}; absent without many_shot",
           required=False),
+    Field("method_versions", "object", "strategy -> the version of its memory method that made its answers "
+          "(critique.engine.methods.version): a run is not resumed by another version of a method it has used; "
+          "absent in older logs (every method at version 1)", required=False),
     Field("response_format", "object", "{asked, used, refused}: the form requests asked for JSON in (config."
           "response_format), the form they were sent in (auto: json_schema until a served model refused it; rewritten "
           "when the run completes) and form -> the refusal that made auto leave it; absent in older logs "
@@ -104,8 +108,8 @@ CONFIG = (
     Field("call_processes", "integer", "worker processes that made the calls (0: the run's own)", required=False),
     Field("context_tokens", "integer|null", "--context-tokens: the model's context window as the user gave it (null: "
           "the embedded model's n_ctx, else litellm's max_input_tokens, else unknown)", required=False),
-    Field("prompts", "string", "the prompt set, a folder prompts/<set>/: paper, compact or turns (absent: written before "
-          "the setting existed, compact)", analysis=True, required=False),
+    Field("prompts", "string", "the prompt set, a folder prompts/<set>/: paper, compact or turns "
+          "(absent: written before the setting existed, compact)", analysis=True, required=False),
     Field("on_mismatch", "string", "--on-mismatch: what enters episodic memory when a critique's assertion "
           "does not name the label the critic was shown: keep (flagged, as the paper), drop "
           "(memory/dropped.jsonl) or recritique (asked once more); absent in older logs: keep", analysis=True,
@@ -142,6 +146,9 @@ CONFIG = (
     Field("answer_by", "string", "--answer-by: generate (the model writes its answer), loglikelihood (the embedded "
           "model's best-scored option) or calibrated (those scores less a content-free prompt's); absent in older "
           "logs: generate", analysis=True, required=False),
+    Field("method_settings", "string|null", "--method-settings: METHOD.KEY=VALUE,... sorted, the settings memory "
+          "methods declare of their own (critique.engine.methods.Setting); null: every method at its defaults; "
+          "absent in older logs: null", analysis=True, required=False),
     Field("max_cost", "number|null", "--max-cost: the dollars this run may spend (no call that could pass them is "
           "made); null: no cap of its own (a study's cap is the study's)", required=False),
     Field("reasoning_model", "boolean", "not written by the runner: a third party may declare the model a "

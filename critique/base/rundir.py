@@ -166,7 +166,8 @@ def open_regular(path: str | Path, flags: int, mode: int = 0o644) -> int:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0), mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise RunError(f"{path}: a symbolic link, not a file critique wrote; it is not followed: remove it") from None
+            raise RunError(f"{path}: a symbolic link, not a file critique wrote; "
+                           "it is not followed: remove it") from None
         raise
     kind = os.fstat(fd).st_mode
     if not stat.S_ISREG(kind):

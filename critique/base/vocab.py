@@ -51,13 +51,13 @@ CRITIQUE = "critique"
 RECRITIQUE = "recritique"  # a second critique call (--on-mismatch recritique)
 SUMMARY = "summary"
 PROBE = "probe"
-CREDIT = "credit"  # the deletion test's calls (critique.experiments.credit)
+CREDIT = "credit"  # the deletion test's calls (critique.experiments.credit.deletion)
 CREDIT_NULL = "credit_null"  # its null control: identical prompts asked again, never from a cache
 CREDIT_PRUNE = "credit_prune"  # held-out questions answered with a memory pruned by credit
 # The credit test's strategies: the whole prompt, the prompt without one entry (without:ENTRY_ID), the null control.
 CREDIT_FULL, CREDIT_WITHOUT, CREDIT_REPEAT = "full", "without:", "null"
 
-STREAM = "stream"  # a stream's answers, one per step (critique.experiments.stream); also its probe's name
+STREAM = "stream"  # a stream's answers, one per step (critique.experiments.stream.loop); also its probe's name
 STREAM_CRITIQUE = "stream_critique"  # the critique calls of its feedback
 
 SUGGESTIBILITY = "suggestibility"

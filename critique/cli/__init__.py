@@ -13,11 +13,12 @@ from critique.base.errors import RunError, UserError
 
 def build_parser() -> argparse.ArgumentParser:
     from critique.analysis import cli as analysis
-    from critique.cli import ablate, credit, datasets, deinflate, memory, probe, run, stream, study, verify
+    from critique.cli import ablate, credit, datasets, deinflate, memory, methods, probe, run, stream, study, verify
 
     parser = argparse.ArgumentParser(prog="critique", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (run, datasets, probe, ablate, study, credit, verify, deinflate, stream, memory, analysis):
+    for command in (run, datasets, probe, ablate, study, credit, verify, deinflate, stream, memory, methods,
+                    analysis):
         command.register(sub)
     return parser
 

@@ -1,4 +1,4 @@
-"""`critique credit RUN`: credit per memory entry by deletion (critique.experiments.credit); --report prints
+"""`critique credit RUN`: credit per memory entry by deletion (critique.experiments.credit.deletion); --report prints
 the tier table of a credit run already made (critique.analysis.credit, no call)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ HELP = "credit per memory entry: answer each prompt with each retrieved entry le
 
 def register(sub) -> None:
     from critique.base.vocab import EP_CRIT
-    from critique.experiments.credit import ON, STRATEGIES
+    from critique.experiments.credit.deletion import ON, STRATEGIES
 
     p = sub.add_parser("credit", help=HELP, description=HELP)
     p.add_argument("run", metavar="RUN", help="the run directory whose memory is credited")
@@ -64,8 +64,8 @@ def report(out: Path, source: Path, fmt: str, prune: Path | None = None) -> None
 
 def main(args) -> int:
     from critique.base.errors import UserError
-    from critique.experiments import credit
-    from critique.experiments.credit import STRATEGIES
+    from critique.experiments.credit import deletion as credit
+    from critique.experiments.credit.deletion import STRATEGIES
 
     if args.concurrency is not None and args.concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, not {args.concurrency}")
@@ -74,7 +74,7 @@ def main(args) -> int:
     prune_out = Path(args.prune_out) if args.prune_out else out.parent / f"{out.name}__prune"
     rules = None
     if args.prune:
-        from critique.experiments import credit_prune
+        from critique.experiments.credit import prune as credit_prune
 
         try:
             rules = credit_prune.parse_rules(args.prune)
@@ -103,7 +103,7 @@ def main(args) -> int:
     if requested != state["cost"]:
         print(f"critique: warning: {requested} calls requested, not the {state['cost']} said", file=sys.stderr)
     if rules is not None:
-        from critique.experiments import credit_prune
+        from critique.experiments.credit import prune as credit_prune
 
         pruned = credit_prune.execute(source, out, args.strategy, args.on, rules, args.seeds, out=prune_out,
                                       progress=not args.quiet, **changes)

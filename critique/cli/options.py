@@ -37,6 +37,10 @@ RUN_OPTIONS = (
                                           "embedded model scores each option's reply after the prompt and the best "
                                           "is the answer (as lm-eval scores multiple choice); calibrated: those "
                                           "scores less the scores after a content-free question"}),
+    ("--method-settings", "method_settings", {"metavar": "METHOD.KEY=VALUE,...",
+                                              "help": "settings a memory method declares of its own, e.g. "
+                                                      "ace.epochs=2,expel.retries=1 (`critique methods` lists them; "
+                                                      "default: each at its default)"}),
     ("--gate", "gate", {"type": float, "metavar": "T", "help": "inject only retrieved entries whose similarity to "
                         "the question (cosine, in [-1, 1]) is at least T; a prompt left with none is the memory-free "
                         "one (zero_shot's; SEM_CRIT's for EP+SEM_CRIT) (default: no gate)"}),

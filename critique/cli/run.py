@@ -36,11 +36,12 @@ def main(args) -> int:
 def say_cost(run) -> None:
     """The run's cost in calls, on stderr before its first call: what is still to do (a resumed run's logged
     work is not redone; the response cache may answer some of it). An upper bound: every critique and summary
-    of the train stages the strategies need is counted (those already logged are not asked again)."""
+    of the train stages the strategies need is counted (those already logged are not asked again), and each
+    memory method's calls to learn as its own ``learning_calls`` bounds them."""
     from critique.base.cost import print_cost
     from critique.base.vocab import CRITIQUE, RECRITIQUE, SUMMARY, TRAIN
     from critique.engine.cost_estimate import dollars
-    from critique.engine.pipeline import pkey
+    from critique.engine.run_directory import pkey
     from critique.engine.methods import needed_stages
 
     train, test = run.dataset.train, run.dataset.test
@@ -55,21 +56,19 @@ def say_cost(run) -> None:
     summarised = {r.get("user") for r in logged if r.get("stage") == SUMMARY}
     pools = len({item.user for item in train} - summarised) if SUMMARY in stages else 0
     more = f" + up to {critiques} recritiques" if run.config.on_mismatch == RECRITIQUE and critiques else ""
-    calls = initial + critiques + pools + answers
+    learning, said = _learning(run)
+    calls = initial + critiques + pools + answers + learning
     print_cost(calls, f"{initial} initial answers + {critiques} critiques{more} + {pools} summar"
-                      f"{'y' if pools == 1 else 'ies'} + {answers} test answers; more summaries when a pool's "
-                      f"critiques are summarised in chunks{_offline_part(run)}", run.out, dollars=dollars(run, calls))
+                      f"{'y' if pools == 1 else 'ies'} + {answers} test answers{said}; more summaries when a pool's "
+                      f"critiques are summarised in chunks", run.out, dollars=dollars(run, calls))
 
 
-def _offline_part(run) -> str:
-    """What the cost line says of the offline stages of the run's memory methods (critique.engine.field), whose
-    calls depend on their replies and are not counted: by what they are bounded."""
-    from critique.engine.methods import learns, method
+def _learning(run) -> tuple[int, str]:
+    """(calls the run's memory methods may still make to learn, what the cost line says of them): each method's own
+    bound (critique.engine.methods.learning_calls)."""
+    from critique.engine.methods import learning_calls, method
 
-    own = [name for name in run.config.strategies if learns(method(name))]
-    if not own:
-        return ""
-    bound = (f"each at most --train-budget {run.config.train_budget:,} tokens and one call"
-             if run.config.train_budget is not None else "unbounded without --train-budget")
-    return (f"; not counted: the offline stages of {', '.join(own)}, whose calls depend on their replies ({bound}; "
-            "those already logged are not made again)")
+    counted = [(name, *learning_calls(method(name), run)) for name in run.config.strategies]
+    counted = [(name, calls, per) for name, calls, per in counted if per]
+    said = "".join(f" + {calls} calls of {name} to learn ({per})" for name, calls, per in counted)
+    return sum(calls for _, calls, _ in counted), said

@@ -1,5 +1,5 @@
 """`critique stream`: memory that keeps learning on a stream of the test questions (one run directory;
-critique.experiments.stream), and `critique memory history RUN NOTE`: every version of one note."""
+critique.experiments.stream.loop), and `critique memory history RUN NOTE`: every version of one note."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from critique.cli.options import add_run_options
 
 
 def register(sub) -> None:
-    from critique.experiments import stream_spec as stream
+    from critique.experiments.stream import spec as stream
 
     p = sub.add_parser("stream", help="answer the test questions one by one, writing each episode back to memory "
                                       "with its feedback (one run directory)")
@@ -59,7 +59,8 @@ def main(args) -> int:
     from critique.base.errors import UserError
     from critique.cli.options import config_from_args
     from critique.engine.scores import report_errors
-    from critique.experiments import probes, stream_spec
+    from critique.experiments import probes
+    from critique.experiments.stream import spec as stream_spec
 
     if bool(args.arms) == bool(args.feedback):
         raise UserError("give --feedback F for one stream, or --arms for the arms of a comparison")
@@ -94,7 +95,8 @@ def _one(args, config, probe: dict) -> tuple[Path, bool]:
     from critique.base.cost import print_cost
     from critique.engine.cost_estimate import dollars
     from critique.datasets.registry import resolve
-    from critique.experiments import reuse, stream, stream_spec
+    from critique.experiments import reuse
+    from critique.experiments.stream import loop as stream, spec as stream_spec
     from critique.runner import execute_run, run_name
 
     name = run_name(config, stream_spec.stream_suffix(probe))

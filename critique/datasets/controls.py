@@ -135,7 +135,8 @@ def _items(registry: list[dict], order: list[int], train_labels: list[int], test
     for index, entry in enumerate(registry):
         slots = {k: entry[k] for k in SLOTS}
         train.append(Item(f"ctl-{index:04d}", _wording(TRAIN_WORDINGS[entry["train_wording"]], slots),
-                          ANSWER_SPACE[train_labels[index]], None, {"object": slots, "wording": entry["train_wording"]}))
+                          ANSWER_SPACE[train_labels[index]], None,
+                          {"object": slots, "wording": entry["train_wording"]}))
     test = []
     for position, index in enumerate(order):
         entry = registry[index]

@@ -24,7 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from critique.datasets.rawfiles import balanced_positions, check_balanced, fail, raw_checksums, raw_folder, read_jsonl, require
+from critique.datasets.rawfiles import (balanced_positions, check_balanced, fail, raw_checksums, raw_folder, read_jsonl,
+                                       require)
 from critique.datasets.splits import DatasetCard, DatasetError, Item, write_dataset
 
 NAME = "mcr"

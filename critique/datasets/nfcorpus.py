@@ -38,7 +38,8 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-from critique.datasets.rawfiles import balanced_positions, check_balanced, fail, raw_checksums, raw_folder, read_jsonl, read_tsv, require
+from critique.datasets.rawfiles import (balanced_positions, check_balanced, fail, raw_checksums, raw_folder, read_jsonl,
+                                       read_tsv, require)
 from critique.datasets.splits import Dataset, DatasetCard, DatasetError, Item, write_dataset
 
 NAME = "nfcorpus"

@@ -81,7 +81,8 @@ def _joined(messages: list[dict]) -> list[dict]:
     out: list[dict] = []
     for message in messages:
         if out and out[-1]["role"] == message["role"]:
-            out[-1] = {"role": message["role"], "content": out[-1]["content"].rstrip("\n") + "\n\n" + message["content"]}
+            out[-1] = {"role": message["role"],
+                       "content": out[-1]["content"].rstrip("\n") + "\n\n" + message["content"]}
         else:
             out.append(dict(message))
     return out

@@ -33,7 +33,7 @@ from critique.datasets.subsets import seeded_rank
 from critique.engine import agents
 from critique.engine.memory.critic import shown_labels
 from critique.engine.memory.episodic import Retrieved, entry_id
-from critique.engine.methods import register
+from critique.engine.methods import Method, register
 from critique.engine.strategies import MANY_SHOT_TEMPLATE, STRATEGIES
 from critique.llm import context
 
@@ -115,7 +115,7 @@ def longest_prompt(run) -> int:
                 for pool, shown in made["shown"].items()), default=0)
 
 
-class ManyShot:
+class ManyShot(Method):
     """many_shot as a memory method: no train stage, the run's examples before each question."""
 
     name = MANY_SHOT

@@ -5,33 +5,37 @@ entry-point group ``critique.methods``, and nothing else changes: ``--strategies
 the train stages it declares, logs its answers like any strategy's, and ``critique tables`` shows them
 (tests/toy_method.py is one).
 
-A method has
-- ``name``: the strategy name the run and the tables use;
-- ``needs(config)``: the train stages it reads, a subset of ``TRAIN_STAGES`` (initial answers, critiques, the
-  summary); a run makes the stages its strategies need and no other (``needed_stages``);
-- ``prompt(run, item, vector, exclude)``: ``(agents.Prompt, Retrieved)`` for one test item (``vector``: its
-  question's embedding; ``exclude``: an item id never shown), or None when the memory it needs is missing
-  (the prediction is then an error that a rerun retries). ``Retrieved`` lists the memory entries shown, each
-  a dict with an ``id``, and their similarity to the question.
+A method is a ``MemoryMethod`` (critique.engine.protocols): ``name``, ``version``, ``needs(config)`` (the train
+stages it reads, a subset of ``TRAIN_STAGES``; a run makes the stages its strategies need and no other:
+``needed_stages``), ``prompt(run, item, vector, exclude)`` (``(agents.Prompt, Retrieved)`` for one test item, or None
+when the memory it needs is missing: the prediction is then an error a rerun retries; ``Retrieved`` lists the
+entries shown, each a dict with an ``id``, and their similarity to the question) and ``learning_calls(run)`` (the
+cost line's count of the calls it makes to learn, beyond its test answers). Deriving from ``Method`` gives each of
+these but ``name`` and ``prompt`` a default, and every optional hook below its absence; ``hook`` is the one lookup
+of an optional hook.
 
-and may have
-- ``learn(run)``: its own offline stage (a coroutine), after the train stages it needs: the field's methods
-  (critique.engine.field) build their memory there, each call through ``run.call`` with the method's name as
-  its strategy; a run awaits the offline stages of its strategies together (``offline_stages``);
+The optional hooks:
+- ``learn(run)``: its own offline stage (a coroutine), after the train stages it needs, which returns the
+  method's memory: the engine keeps it in ``run.learned[name]`` and, when it has ``saved``
+  (critique.engine.method_memory.Saved), writes it to memory/METHOD.json; each of its calls goes through
+  ``run.call`` with the method's name as its strategy; a run awaits the offline stages of its strategies together
+  (``offline_stages``);
 - ``missing(run, item)``: why ``prompt`` gave None for the item (the prediction's error);
 - ``schema(run)``: the JSON schema of its answer, when it asks for more than the dataset's answer field;
 - ``test(run, vectors, policy)``: its own test stage (a coroutine), for a method that learns as it answers (the
-  field's online methods): it answers the test questions in its order through ``run.answer`` (stage ``test``),
+  field's online methods): it answers the test questions in its order through ``critique.engine.question.ask``,
   ``vectors`` their questions' embeddings by entry id, ``policy`` the test stage's;
 - ``without(run, item, vector, note)``: the test prompt of ``item`` with the memory note ``note`` (an id its
   ``prompt`` listed) left out and everything else as shown, for credit by deletion
-  (critique.experiments.credit_method).
+  (critique.experiments.credit.method); a method without it is credited through its ``prompt`` over its memory
+  with the note pruned, when its memory is the critique memory.
 """
 
 from __future__ import annotations
 
 from critique.base.vocab import register_strategy
 from critique.engine import performance
+from critique.engine.method_memory import save_learned
 from critique.engine.strategies import PREFIX_ORDER, STRATEGIES, TRAIN_STAGES
 
 ENTRY_POINTS = "critique.methods"  # an installed package's methods: each entry point is a module to import
@@ -40,7 +44,48 @@ BUILT_IN = ("critique.engine.field", "critique.engine.many_shot")  # the project
 # in-context learning baseline)
 
 
-class CritiqueMemory:
+HOOKS = ("learn", "missing", "schema", "test", "without")  # a method's optional hooks (above)
+
+
+class Method:
+    """The defaults of a memory method (critique.engine.protocols.MemoryMethod): a subclass gives ``name`` and
+    ``prompt``, and whichever of the others and of the optional hooks (``HOOKS``) it has."""
+
+    name: str
+    version = 1  # raised when a change to the method changes its answers: its old predictions are not resumed
+    settings: tuple = ()  # its own settings (critique.engine.method_settings.Setting), set with --method-settings
+    learn = missing = schema = test = without = None  # optional hooks (HOOKS): absent unless a subclass defines one
+
+    def needs(self, config) -> frozenset[str]:
+        return frozenset()
+
+    def prompt(self, run, item, vector, exclude: str | None = None):
+        raise NotImplementedError
+
+    def learning_calls(self, run) -> tuple[int, str]:
+        return 0, ""
+
+
+def hook(found, name: str):
+    """Method ``found``'s optional hook ``name`` (one of HOOKS), or None when it has none."""
+    if name not in HOOKS:
+        raise ValueError(f"{name!r} is not a memory method's optional hook ({', '.join(HOOKS)})")
+    value = getattr(found, name, None)
+    return value if callable(value) else None
+
+
+def version(found) -> int:
+    """The method's version (1 for a method that declares none)."""
+    return int(getattr(found, "version", 1))
+
+
+def learning_calls(found, run) -> tuple[int, str]:
+    """(calls the method may still make to learn, how that is bounded); (0, "") when it declares none."""
+    count = getattr(found, "learning_calls", None)
+    return count(run) if callable(count) else (0, "")
+
+
+class CritiqueMemory(Method):
     """One of the five strategies as a method: its prompt over the run's critique memory."""
 
     def __init__(self, strategy):
@@ -58,7 +103,7 @@ _loaded = False
 
 
 def register(method) -> object:
-    """Make ``method`` (an object with ``name``, ``needs`` and ``prompt``) a strategy; returns it."""
+    """Make ``method`` (a MemoryMethod: ``name``, ``needs`` and ``prompt`` at least) a strategy; returns it."""
     for attribute in ("name", "needs", "prompt"):
         if not hasattr(method, attribute):
             raise TypeError(f"a memory method needs {attribute!r} (critique.engine.methods)")
@@ -104,12 +149,26 @@ async def offline_stages(run) -> None:
     replies alone, so they replay alike whatever order their calls end in."""
     import asyncio
 
-    await asyncio.gather(*(method(name).learn(run) for name in run.config.strategies if learns(method(name))))
+    await asyncio.gather(*(learn(run, name) for name in run.config.strategies if learns(method(name))))
+
+
+async def learn(run, name: str) -> None:
+    """Method ``name``'s offline stage in ``run``, its memory kept (``keep_learned``)."""
+    keep_learned(run, name, await method(name).learn(run))
+
+
+def keep_learned(run, name: str, memory) -> None:
+    """What method ``name``'s ``learn`` returned: kept for its prompts (``run.learned``) and, when it has ``saved``
+    (critique.engine.method_memory.Saved), written to memory/METHOD.json."""
+    run.learned[name] = memory
+    saved = getattr(memory, "saved", None)
+    if saved is not None:
+        save_learned(run, name, saved)
 
 
 def learns(found) -> bool:
     """The method has an offline stage of its own (``learn``)."""
-    return callable(getattr(found, "learn", None))
+    return hook(found, "learn") is not None
 
 
 def prompt_order(strategies: list[str]) -> list[str]:

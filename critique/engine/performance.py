@@ -32,6 +32,13 @@ def in_order(config, examples: list[dict]) -> list[dict]:
     return list(reversed(examples)) if config.example_order == "nearest-last" else list(examples)
 
 
+def rendered(run, template: str, item: Item, shown: list[dict], advice: str | None) -> agents.Prompt:
+    """The prompt of ``template`` for ``item`` showing the entries ``shown`` (nearest first; laid out in the run's
+    example order) and ``advice``: what every critique strategy's prompt is, whoever chose what it shows."""
+    return agents.performance_prompt(template, run.task, item, run.space, in_order(run.config, shown), advice,
+                                     run.config.parts)
+
+
 def performance_prompt(run, name: str, item: Item, vector, exclude: str | None = None, episodic=None,
                        semantic: dict | None = None):
     """(prompt, entries) of strategy `name` for `item` (whose question encodes to `vector`) in the
@@ -56,8 +63,7 @@ def performance_prompt(run, name: str, item: Item, vector, exclude: str | None =
             return None
 
     def render(template: str, shown: list[dict]) -> agents.Prompt:
-        return agents.performance_prompt(template, run.task, item, run.space, in_order(run.config, shown), advice,
-                                         run.config.parts)
+        return rendered(run, template, item, shown, advice)
 
     if not strategy.episodic:
         return render(strategy.template, []), Retrieved()

@@ -109,4 +109,5 @@ def method_template_hash(name: str) -> str:
 def all_hashes(prompt_set: str | None = None) -> dict[str, str]:
     """Template name -> hash, for every template of one set (the manifest's ``templates``)."""
     folder = prompts_dir(prompt_set)
-    return {p.name: template_hash(p.name, prompt_set) for p in sorted(folder.glob("*.j2")) if not p.name.startswith("_")}
+    return {p.name: template_hash(p.name, prompt_set)
+            for p in sorted(folder.glob("*.j2")) if not p.name.startswith("_")}

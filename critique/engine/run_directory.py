@@ -17,7 +17,7 @@ from critique.base.config import IDENTITY, RunConfig, manifest_value
 from critique.base.paths import cache_dir
 from critique.base.errors import RunError
 from critique.datasets.splits import Dataset
-from critique.engine import prompts
+from critique.engine import methods, prompts
 from critique.engine.memory import critic
 from critique.llm import formats
 
@@ -136,10 +136,26 @@ class RunDirectory:
         if kept != self.dataset.train_kept:
             raise RunError(f"{self.out} holds a run whose --limit kept {KEPT[kept]} of train, not "
                            f"{KEPT[self.dataset.train_kept]}; use another --out")
+        self._check_method_versions(old)
         for key, mine_value in (("probe", self.probe), ("ablation", self.ablation)):
             if old.get(key) != mine_value:
                 raise RunError(f"{self.out} holds a run with {key}={old.get(key)!r}, not {mine_value!r}; "
                                f"use another --out")
+
+    def _check_method_versions(self, old: dict) -> None:
+        """Each strategy the old run made was made by the version of its method this run has: a changed method's
+        old answers are not taken for its new ones (critique.engine.methods.version)."""
+        theirs = old.get("method_versions") or {}  # absent in older logs: every method at version 1
+        for name in self.config.strategies:
+            if name in old["config"]["strategies"] and theirs.get(name, 1) != methods.version(methods.method(name)):
+                raise RunError(f"{self.out} holds {name} made by version {theirs.get(name, 1)} of the method, not "
+                               f"version {methods.version(methods.method(name))}; use another --out")
+
+    def _method_versions(self, config: dict, old: dict | None) -> dict[str, int]:
+        """The version of the method of each strategy the run has made (``config``'s, merged with ``old``'s)."""
+        made = dict((old or {}).get("method_versions") or {})
+        return {name: made.get(name, 1) if name not in self.config.strategies
+                else methods.version(methods.method(name)) for name in config["strategies"]}
 
     def _manifest(self, old: dict | None) -> dict:
         config = asdict(self.config)
@@ -166,6 +182,7 @@ class RunDirectory:
             "response_format": formats.record(self.llm),
             "dropped_params": self._dropped_params(),
             "ep_label": critic.ep_label_shows(self.config.critic, self.config.label_budget),
+            "method_versions": self._method_versions(config, old),
         })
 
     def _dropped_params(self) -> dict[str, list[str]]:

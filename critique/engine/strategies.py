@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from critique.base.vocab import (CRITIQUE, EP_CRIT, EP_LABEL, EP_SEM_CRIT, PARTS, SEM_CRIT, SUMMARY, TRAIN,
-                                 ZERO_SHOT, register_strategy)
+from critique.base.vocab import CRITIQUE, EP_CRIT, EP_LABEL, EP_SEM_CRIT, PARTS, SEM_CRIT, SUMMARY, TRAIN, ZERO_SHOT
 
 TRAIN_STAGES = (TRAIN, CRITIQUE, SUMMARY)
 

@@ -40,13 +40,13 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from critique.base import rundir
 from critique.base.vocab import ABLATION_VALUES, CRITIQUE, SUMMARY, TRAIN
 from critique.engine import policy
 from critique.engine.memory.critic import RECRITIQUE
 from critique.engine.scores import strategy_rows
 from critique.experiments import reuse
 from critique.experiments.probes import stage_timeouts
+from critique.experiments.source_run import SourceRun
 from critique.runner import Outcome, execute_run, run_name
 
 OFFLINE = (TRAIN, CRITIQUE, RECRITIQUE, SUMMARY)  # the train stage's calls
@@ -177,10 +177,10 @@ def sweep(base, name: str, values: list, parent: Path, *, reuse_places: list[str
 def summary_rows(run_dirs: list[Path]) -> list[dict]:
     rows = []
     for path in run_dirs:
-        data = rundir.read_run(path)
-        manifest, ablation = data["manifest"], data["manifest"].get("ablation") or {}
-        offline = [c for c in data["calls"] if c["stage"] in OFFLINE]
-        for row in strategy_rows(rundir.latest(data["predictions"]), manifest["config"]["strategies"]):
+        run = SourceRun(path)
+        manifest, ablation = run.manifest, run.manifest.get("ablation") or {}
+        offline = [c for c in run.calls() if c["stage"] in OFFLINE]
+        for row in strategy_rows(run.predictions(latest=True), manifest["config"]["strategies"]):
             rows.append({"ablation": ablation.get("name"), "value": ablation.get("value"), **row,
                          "offline_calls_paid": sum(not c["cached"] for c in offline),
                          "offline_tokens": sum(c["completion_tokens"] for c in offline), "run": str(path)})
@@ -198,7 +198,7 @@ def print_summary(run_dirs: list[Path]) -> None:
         print(f"| {value_label(r['value'])} | {r['strategy']} | {r['n']} | {r['accuracy']:.1f} | {r['timeouts']} "
               f"| {r['offline_calls_paid']} | {r['offline_tokens']} |")
     for path in run_dirs:
-        timeouts = stage_timeouts(rundir.read_jsonl(Path(path) / rundir.CALLS))
+        timeouts = stage_timeouts(SourceRun(path).calls())
         if timeouts:
             print(f"{Path(path).name}: timeouts per stage: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(timeouts.items())))

@@ -36,6 +36,7 @@ from critique.base import rundir
 from critique.base.errors import UserError
 from critique.base.ids import entry_id
 from critique.base.vocab import DEINFLATE, DEMOTIONS, EP_CRIT, EP_SEM_CRIT
+from critique.experiments.source_run import SourceRun
 
 STRATEGIES = [EP_CRIT, EP_SEM_CRIT]
 DOUBTFUL = "doubtful.j2"
@@ -59,17 +60,16 @@ def check_mode(mode: str) -> str:
 
 def flagged_ids(verify_run: Path, source_run_id: str) -> tuple[list[str], int, int]:
     """(ids of the entries the verify run flagged, entries checked, checks that ended in an error)."""
-    manifest_path = Path(verify_run) / rundir.MANIFEST
-    if not manifest_path.is_file():
+    run = SourceRun(verify_run)
+    if not run.is_run():
         raise UserError(f"{verify_run}: no verify run there; run `critique verify` on the run first (or give "
                         "--verify-run)")
-    probe = rundir.read_manifest(verify_run).get("probe") or {}
+    probe = run.probe
     if probe.get("name") != "verify":
         raise UserError(f"{verify_run}: not a verify run (its manifest's probe is {probe.get('name')!r})")
     if probe.get("source_run_id") != source_run_id:
         raise UserError(f"{verify_run}: checks run {probe.get('source_run_id')!r}, not this run ({source_run_id})")
-    checks = [p for p in rundir.latest(rundir.read_jsonl(Path(verify_run) / rundir.PREDICTIONS))
-              if p.get("stage") == "probe" and p.get("verifier")]
+    checks = [p for p in run.predictions("probe", latest=True) if p.get("verifier")]
     done = [p for p in checks if not p.get("error")]
     ids = sorted(entry_id(p.get("user"), p["item_id"]) for p in done if p.get("survives") is False)
     return ids, len(done), len(checks) - len(done)
@@ -136,7 +136,7 @@ def install(run, source: Path, demoted: list[str]) -> None:
 
 def cost(run, source_hashes: set[str]) -> tuple[int, int]:
     """(test prompts still to answer, of those the ones neither RUN's log nor this arm's answers)."""
-    from critique.engine.pipeline import pkey
+    from critique.engine.run_directory import pkey
 
     test = run.dataset.test
     todo = [(s, i) for i in test for s in run.config.strategies if pkey("test", s, i.user, i.id) not in run.predictions]
@@ -149,8 +149,7 @@ def cost(run, source_hashes: set[str]) -> tuple[int, int]:
         if found is None:
             continue
         prompt = found[0]
-        key = run.llm.request_hash(run.llm.request(prompt.messages, run.dataset.card.response_schema, "answer",
-                                                        content_free=prompt.content_free))
+        key = run.request(prompt, run.dataset.card.response_schema)[1]
         new += key not in source_hashes and key not in run.logged
     return len(todo), new
 
@@ -167,5 +166,5 @@ def arm_work(source: Path, demoted: list[str]):
 def arm_config(config, source: Path):
     """An arm's config: the source run's, answering EP_CRIT, and EP+SEM_CRIT when the source has the semantic
     memory it needs (a source whose strategies needed no summary has none)."""
-    has_advice = (Path(source) / rundir.MEMORY / "semantic.json").exists()
+    has_advice = SourceRun(source).has_semantic()
     return replace(config, strategies=[s for s in STRATEGIES if s == EP_CRIT or has_advice])

@@ -26,7 +26,7 @@ from critique.base import records
 from critique.base.records import Field
 from critique.base.vocab import LYING, PROBE, TRUTH
 from critique.engine import agents, parsing
-from critique.engine.pipeline import pkey
+from critique.engine.run_directory import pkey
 from critique.experiments import probes
 
 ALONE = (TRUTH, LYING)

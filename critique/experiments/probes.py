@@ -37,7 +37,7 @@ from pathlib import Path
 from critique.base import records
 from critique.base.records import Field
 from critique.engine import agents, parsing
-from critique.engine.pipeline import pkey
+from critique.engine.run_directory import pkey
 from critique.engine.policy import REPEAT
 
 TRUTH, LYING = "truth", "lying"
@@ -89,8 +89,8 @@ def consistency_probe(repeats: int, split: str = "test") -> dict:
 
 
 def probe_suffix(probe: dict) -> str:
-    """The run directory's suffix of a probe (a stream's: critique.experiments.stream_spec.stream_suffix)."""
-    from critique.experiments.stream_spec import STREAM, stream_suffix
+    """The run directory's suffix of a probe (a stream's: critique.experiments.stream.spec.stream_suffix)."""
+    from critique.experiments.stream.spec import STREAM, stream_suffix
 
     if probe["name"] == STREAM:
         return stream_suffix(probe)
@@ -254,10 +254,10 @@ def consistency_summary(predictions: list[dict], repeats: int) -> dict:
 # ---- one probe run ------------------------------------------------------------------------
 def work_for(probe: dict):
     """What runs a probe's run directory (critique.runner.execute_run's ``work``)."""
-    from critique.experiments.stream_spec import STREAM
+    from critique.experiments.stream.spec import STREAM
 
     if probe["name"] == STREAM:
-        from critique.experiments.stream import stream
+        from critique.experiments.stream.loop import stream
 
         return stream
     return suggestibility if probe["name"] == "suggestibility" else consistency
@@ -277,14 +277,14 @@ def _pct(value) -> str:
 
 
 def print_summary(run_dir: Path) -> None:
-    from critique.base import rundir
+    from critique.experiments.source_run import SourceRun
 
-    data = rundir.read_run(run_dir)
-    manifest = data["manifest"]
+    run = SourceRun(run_dir)
+    manifest = run.manifest
     probe = manifest.get("probe") or {}
     head = f"{manifest['dataset']['name']} x {manifest['config']['model']}"
     if probe.get("name") == "suggestibility":
-        s = suggestibility_summary(data["predictions"])
+        s = suggestibility_summary(run.predictions())
         print(f"\nsuggestibility: {head}, attribution {probe.get('attribution') or 'none'}\n")
         print("| n | Acc(truth) % | Acc(lying) % | S | followed truth % | followed lying % | errors "
               "| delivered truth % | delivered lying % | S (delivered) |")
@@ -296,14 +296,14 @@ def print_summary(run_dir: Path) -> None:
         print("delivered: the critique asserts the label it was told to argue (a lying critique that asserts the "
               "true label was not delivered); S (delivered): over the delivered critiques only")
     else:
-        s = consistency_summary(data["predictions"], int(probe.get("repeats", 0)))
+        s = consistency_summary(run.predictions(), int(probe.get("repeats", 0)))
         print(f"\nconsistency: {head}, {s['repeats']} repeats of the zero-shot {probe.get('split', 'test')} "
               f"predictions\n")
         print("| items | all repeats agree % | pairwise agreement % | mean accuracy % |")
         print("|---:|---:|---:|---:|")
         print(f"| {s['items']} | {_pct(s['agreement_all'])} | {_pct(s['agreement_pairs'])} "
               f"| {_pct(s['accuracy_mean'])} |")
-    timeouts = stage_timeouts(data["calls"])
+    timeouts = stage_timeouts(run.calls())
     if timeouts:
         print("timeouts per stage: " + ", ".join(f"{k} {v}" for k, v in sorted(timeouts.items())))
     print()

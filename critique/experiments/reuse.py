@@ -7,6 +7,7 @@ from pathlib import Path
 
 from critique.base import rundir
 from critique.runner import default_out
+from critique.experiments.source_run import SourceRun
 
 
 def candidate_dirs(places: list[Path]) -> list[Path]:
@@ -35,12 +36,12 @@ def matching_calls(places: list[Path], model: str, checksum: str, exclude: Path 
         if exclude is not None and path.resolve() == Path(exclude).resolve():
             continue
         try:
-            manifest = rundir.read_manifest(path)
+            manifest = SourceRun(path).manifest
             if manifest["config"]["model"] != model or manifest["dataset"]["checksum"] != checksum:
                 continue
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        for record in rundir.read_jsonl(path / rundir.CALLS):
+        for record in SourceRun(path).calls():
             if not record.get("error") and record.get("request_hash") and isinstance(record.get("response"), str):
                 pool.setdefault(record["request_hash"], record)
     return pool

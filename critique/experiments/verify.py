@@ -17,10 +17,10 @@ labels, ``correct`` against the gold (for measuring only), and ``verifier``, ``c
 ``--verifier sample:N``: the entry's question is asked N more times, zero-shot, at a sampling temperature
 (SAMPLE_TEMPERATURE, or the run's own when it is above 0), each sample i with its own seed (the run's seed + i:
 seeded where the provider honours a seed), never answered by the response cache or another run (the calls are
-an independent trial: critique.engine.policy.INDEPENDENT; this run's own log answers them when it resumes). The entry survives
-when every sample gives its answer; any disagreement (or a sample with no valid answer) flags it. Call records of
-stage ``probe``, strategy ``sample-i``; one prediction per entry, strategy ``sample:N``, with ``samples`` (the N
-answers) and ``answer`` the most frequent one.
+an independent trial: critique.engine.policy.INDEPENDENT; this run's own log answers them when it resumes). The
+entry survives when every sample gives its answer; any disagreement (or a sample with no valid answer) flags it.
+Call records of stage ``probe``, strategy ``sample-i``; one prediction per entry, strategy ``sample:N``, with
+``samples`` (the N answers) and ``answer`` the most frequent one.
 
 ``--verifier judge:MODEL``: MODEL (a litellm model string) gets the self critic's request (critic_self.j2: the
 question and the entry's answer, no label) and says whether the answer is right: the entry survives when its
@@ -45,7 +45,8 @@ from critique.base.vocab import JUDGE, PROBE, REORDER, SAMPLE, VERIFIERS  # noqa
 from critique.datasets.splits import Item
 from critique.engine import agents, parsing
 from critique.engine.memory.episodic import entry_id
-from critique.engine.pipeline import pkey
+from critique.engine.run_directory import pkey
+from critique.experiments.source_run import SourceRun
 
 
 SAMPLE_TEMPERATURE = 0.7  # sample:N at a source run's temperature 0
@@ -137,19 +138,19 @@ def reordered(question: str, space: list[str]) -> tuple[str, dict[str, str]] | N
 
 def source_config(source: Path) -> tuple[RunConfig, dict]:
     """The run config of the run directory ``source`` (as its manifest has it) and the manifest."""
-    path = source / rundir.MANIFEST
-    if not path.is_file():
+    run = SourceRun(source)
+    if not run.is_run():
         raise UserError(f"{source}: not a run directory (no {rundir.MANIFEST})")
-    manifest = rundir.read_manifest(source)
+    manifest = run.manifest
     if manifest.get("probe"):
         raise UserError(f"{source}: a probe run ({manifest['probe'].get('name')}); verify a run with memory")
-    if not (source / rundir.MEMORY / "episodic.jsonl").is_file():
+    if not run.has_episodic():
         raise UserError(f"{source}: no episodic memory ({rundir.MEMORY}/episodic.jsonl): nothing to verify")
     return replace(manifest_run_config(manifest), strategies=[]), manifest
 
 
 def entries_of(source: Path) -> dict[str, dict]:
-    return {e["id"]: e for e in rundir.read_jsonl(source / rundir.MEMORY / "episodic.jsonl")}
+    return {e["id"]: e for e in SourceRun(source).episodic()}
 
 
 def reorder_work(entries: dict[str, dict], skipped: list[str]):

@@ -36,7 +36,6 @@ import json
 import sys
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from critique.base.config import RunConfig
 from critique.base.errors import RunError, Stopped
@@ -128,7 +127,6 @@ class LLM:
         """``limits``: provider limits shared with other clients (critique.llm.limits); ``stop``: a
         function that says the run must stop, asked before every attempt (then ``Stopped``); ``spend``: a cap in
         dollars shared with other clients (critique.llm.spend), which needs a known price."""
-        import diskcache
         import litellm
 
         from critique.llm import local as local_llm
@@ -332,7 +330,8 @@ class LLM:
                 self._fail_fast(text, cure)
                 return LLMResult(None, latency_s=round(time.monotonic() - started, 4), retries=retries,
                                  error=text[:1000])  # redact, then cut
-            await asyncio.sleep(backoff(retries, self.config.retry_after, self.config.max_backoff, retry_after_of(error)))
+            await asyncio.sleep(backoff(retries, self.config.retry_after, self.config.max_backoff,
+                                        retry_after_of(error)))
             retries += 1
 
     def _fail_fast(self, text: str, cure: str | None) -> None:

@@ -6,8 +6,8 @@ litellm's ``max_input_tokens`` for the model, else what a served model's server 
 ``/props``, vLLM's ``/v1/models``), else unknown (None: nothing is checked, and a pool's critiques are
 summarised in one call; for a served model one warning line says so and names ``--context-tokens``).
 Prompts are counted with the embedded model's own tokenizer, or litellm's ``token_counter`` (the model's
-tokenizer where litellm has it, else tiktoken's), or, when that fails, a conservative estimate from the bytes. A prompt certainly fits
-when its UTF-8 bytes do, with room for the chat template (a token is at least one byte), and is
+tokenizer where litellm has it, else tiktoken's), or, when that fails, a conservative estimate from the bytes.
+A prompt certainly fits when its UTF-8 bytes do, with room for the chat template (a token is at least one byte), and is
 then not counted at all.
 """
 

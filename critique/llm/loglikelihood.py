@@ -41,8 +41,8 @@ def scored(request: dict, schema: dict, answer_by: str, content_free: list[dict]
     request.update(answer_by=answer_by, temperature=None, max_tokens=None, seed=None)
     if answer_by == "calibrated":
         if content_free is None:
-            raise ValueError("--answer-by calibrated needs the prompt's content-free twin (agents.Prompt.content_free); "
-                             "this request has none")
+            raise ValueError("--answer-by calibrated needs the prompt's content-free twin "
+                             "(agents.Prompt.content_free); this request has none")
         request["content_free"] = content_free
 
 

@@ -29,8 +29,9 @@ def world(tmp_path_factory) -> World:
     """The warm parent process, mcr-gen built, and its questions embedded once for all tests."""
     root = tmp_path_factory.mktemp("faults")
     data, warm = root / "data", root / "warm-cache"
-    launcher = Launcher({"OPENAI_API_KEY": SECRET, "CRITIQUE_DATA_DIR": str(data), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                         "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
+    launcher = Launcher({"OPENAI_API_KEY": SECRET, "CRITIQUE_DATA_DIR": str(data),
+                         "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1",
+                         "TOKENIZERS_PARALLELISM": "false"})
     pid = launcher.start(call="faults.harness:warm", args=[str(data), str(warm), LIMIT], logs_to=root / "warm")
     rc = launcher.wait(pid)
     assert rc == 0, (root / "warm.err").read_text()

@@ -12,8 +12,8 @@ With ``seed`` and ``fault_rate`` fixed, the sequence of replies to a run is repr
 attempt, so their calls fail for good however often they are retried.
 
     FAULTS = 429 (with Retry-After), 500, 503, hang (nothing, or half a body, until ``hang_s``;
-    the client times out first), malformed (HTTP 200, a body that is not a chat completion), empty (content ""), truncated
-    (content cut in the middle of the JSON), length (content cut, finish_reason "length").
+    the client times out first), malformed (HTTP 200, a body that is not a chat completion), empty (content ""),
+    truncated (content cut in the middle of the JSON), length (content cut, finish_reason "length").
     Also on request, not by default: 400 (a bad request, which no retry can cure) and 401 (a
     refused key, echoed in the error message as some providers do).
 

@@ -74,7 +74,8 @@ def test_every_fault_is_classified_as_in_process_and_the_key_is_redacted(server,
 
     in_process, in_workers = results(0), results(2)
     assert in_workers == in_process
-    assert all(r[1] for r, (f, rate) in zip(in_workers, cases) if f in ("429", "500", "503", "400", "401") and rate == 1)
+    assert all(r[1] for r, (f, rate) in zip(in_workers, cases)
+               if f in ("429", "500", "503", "400", "401") and rate == 1)
     assert in_workers[0][1] is None and in_workers[0][2] > 0  # retried, then answered
     denied = in_workers[[f for f, _ in cases].index("401")][1]
     assert "[REDACTED]" in denied and KEY not in denied and KEY[4:-4] not in denied

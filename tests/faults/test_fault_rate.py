@@ -66,7 +66,8 @@ def test_a_run_with_20_percent_faults_completes_counts_everything_and_a_rerun_re
             assert p["timeout"] and not p["correct"]
         if call["response"] is not None and call["response"].strip() in ("", '{"answe'):
             assert p["parse_failed"] and not p["correct"] and p["answer"] != p["gold"]
-    table = [[cell.strip() for cell in row.strip("|").split("|")] for row in stdout.splitlines() if row.startswith("| ")]
+    table = [[cell.strip() for cell in row.strip("|").split("|")]
+             for row in stdout.splitlines() if row.startswith("| ")]
     column = table[0].index("errors")
     assert sum(int(row[column]) for row in table[1:]) == sum(1 for p in errors if p["stage"] == "test")
 

@@ -13,12 +13,17 @@ from dataclasses import dataclass
 
 from critique.engine import parsing
 from critique.engine.field import memory
-from critique.engine.field.offline import Offline, method_prompt
+from critique.engine.field.offline import Offline, calls_left, method_prompt
 from critique.engine.field.playbook import CONTENT_CHARS, SECTIONS, TAGS, Playbook
-from critique.engine.methods import register
+from critique.engine.method_memory import Saved
+from critique.engine.method_settings import Setting, value
+from critique.engine.methods import Method, register
 
 EPOCHS = 1  # passes over the train split (the reference implementation's num_epochs; the paper's is at most 5)
 ROUNDS = 3  # reflect-and-regenerate rounds after a wrong answer (its max_num_rounds; the paper's at most 5)
+SETTINGS = (Setting("epochs", EPOCHS, "passes over the train split (the paper's at most 5)", low=1),
+            Setting("rounds", ROUNDS, "reflect-and-regenerate rounds after a wrong answer (the paper's at most 5)",
+                    low=1))
 TEXT_CHARS = 600  # the longest reasoning or diagnosis field the embedded model's grammar allows
 LIST_ITEMS = 10  # the most bullet ids, tags or operations one reply may hold (for the embedded model's grammar)
 WRONG, RIGHT = "Predicted answer does not match ground truth", "Predicted answer matches ground truth"
@@ -58,27 +63,40 @@ class Learned:
     playbooks: dict  # pool -> Playbook
     vectors: dict  # pool -> its bullets' vectors
     offline: dict  # pool -> Offline
+    saved: Saved  # memory/METHOD.json (the engine writes it)
 
 
-class ACE:
+class ACE(Method):
+    settings = SETTINGS
+
     def __init__(self, name: str, labelled: bool):
         self.name, self.labelled = name, labelled
+        if not labelled:  # no label, no wrong answer to reflect on again: one reflection a step
+            self.settings = tuple(s for s in SETTINGS if s.key != "rounds")
 
     def needs(self, config) -> frozenset[str]:
         return frozenset()
 
+    def learning_calls(self, run) -> tuple[int, str]:
+        epochs = value(run, self.name, "epochs")
+        # generate, each round's reflection and regeneration, curate (without a label: one reflection)
+        per = 2 + 2 * value(run, self.name, "rounds") if self.labelled else 3
+        return calls_left(run, self.name, epochs * per * len(run.dataset.train),
+                          f"{per} per train item and epoch, {epochs} epoch{'s' if epochs > 1 else ''}")
+
     def schema(self, run) -> dict:
         return generator_schema(run.space)
 
-    async def learn(self, run) -> None:
+    async def learn(self, run) -> Learned:
         books, offline = await memory.each_pool(run, self.name, lambda items, stage: self._pool(run, items, stage))
-        run.learned[self.name] = Learned(books, {p: memory.encoded(run, b.notes()) for p, b in books.items()}, offline)
-        memory.save(run, self.name, {p: b.notes() for p, b in books.items()}, offline)
+        return Learned(books, {p: memory.encoded(run, b.notes()) for p, b in books.items()}, offline,
+                       Saved({p: b.notes() for p, b in books.items()}, offline))
 
     async def _pool(self, run, items: list, offline: Offline) -> Playbook:
         book = Playbook()
-        total = EPOCHS * len(items)
-        for epoch in range(EPOCHS):
+        epochs = value(run, self.name, "epochs")
+        total = epochs * len(items)
+        for epoch in range(epochs):
             for n, item in enumerate(items):
                 if not await self._step(run, item, book, offline, epoch * len(items) + n + 1, total):
                     return book
@@ -92,7 +110,7 @@ class ACE:
         if reply is None:
             return offline.stopped is None
         reflection = None
-        for _ in range(ROUNDS if self.labelled and reply["answer"] != item.answer else 1):
+        for _ in range(value(run, self.name, "rounds") if self.labelled and reply["answer"] != item.answer else 1):
             feedback = (RIGHT if reply["answer"] == item.answer else WRONG) if self.labelled else NO_FEEDBACK
             reflection = await self._reflect(run, item, book, reply, feedback, offline)
             if reflection is None or not self.labelled or reply["answer"] == item.answer:

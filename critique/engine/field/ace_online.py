@@ -9,33 +9,40 @@ deployed case with feedback, as the stream's gold arm. The learning calls are co
 from __future__ import annotations
 
 from critique.engine import parsing
-from critique.engine.field import memory, online
-from critique.engine.field.ace import ACE, GENERATOR, generated
-from critique.engine.field.offline import Offline, method_prompt
+from critique.engine.field import online
+from critique.engine.field.ace import ACE, GENERATOR, SETTINGS, generated
+from critique.engine.field.offline import Offline, calls_left, method_prompt
 from critique.engine.field.playbook import Playbook
+from critique.engine.method_memory import save
+from critique.engine.method_settings import value
 from critique.engine.methods import register
 
 
 class OnlineACE(ACE):
     learn = None  # no offline stage: it learns on the test questions
+    settings = tuple(s for s in SETTINGS if s.key == "rounds")  # no epochs: each test question is met once
 
     def __init__(self):
         super().__init__("ace:online", labelled=True)
+
+    def learning_calls(self, run) -> tuple[int, str]:
+        # after its answer: each round's reflection and regeneration, then the curation
+        per = 1 + 2 * value(run, self.name, "rounds")
+        return calls_left(run, self.name, per * len(run.dataset.test), f"{per} per test item")
 
     async def test(self, run, vectors: dict, policy) -> None:
         async def each(items: list, ledger: Offline) -> Playbook:
             return await self._answer_each(run, items, ledger, vectors, policy)
 
         books, ledgers = await online.each_test_pool(run, self.name, each)
-        memory.save(run, self.name, {pool: book.notes() for pool, book in books.items()}, ledgers)
+        save(run, self.name, {pool: book.notes() for pool, book in books.items()}, ledgers)
 
     async def _answer_each(self, run, items: list, ledger: Offline, vectors: dict, policy) -> Playbook:
         book = Playbook()
         for n, item in enumerate(items):
             prompt = method_prompt(GENERATOR, playbook=book.render(), reflection="(empty)", task=run.task,
                                    question=item.question, answer_space=run.space)
-            record = await online.answer(run, self.name, item, prompt, book.notes(), vectors, policy,
-                                         self.schema(run))
+            record = await online.answer(run, self.name, item, prompt, book.notes(), vectors, policy)
             if record.get("error"):
                 online.stop(run, self.name, items[n + 1:], f"the answer to {item.id} failed")
                 return book

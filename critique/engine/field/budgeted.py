@@ -30,10 +30,11 @@ from critique.base.reply_bounds import FIELD_CHARS, MAX_ADVICE_LINES
 from critique.base.vocab import BUDGETED, CRITIQUE, CRITIQUE_STRATEGIES, RECRITIQUE, SUMMARY, TRAIN
 from critique.engine import agents, performance
 from critique.engine.field import memory
-from critique.engine.field.offline import BUDGET, Offline
+from critique.engine.field.offline import BUDGET, Offline, calls_left
 from critique.engine.memory import critic
 from critique.engine.memory.episodic import EpisodicMemory, Retrieved, entry_id
-from critique.engine.methods import register
+from critique.engine.method_memory import Saved
+from critique.engine.methods import Method, register
 from critique.engine.strategies import STRATEGIES
 from critique.llm.client import LLMResult
 
@@ -46,9 +47,10 @@ class Learned:
     semantic: dict  # pool -> its semantic record (a SEM variant's advice)
     offline: dict  # pool -> Offline
     advice: dict  # pool -> (its advice note, the note's vector)
+    saved: Saved  # memory/METHOD.json (the engine writes it)
 
 
-class Budgeted:
+class Budgeted(Method):
     """One of the critique strategies (``strategy``: critique.engine.strategies.Strategy) on --train-budget."""
 
     def __init__(self, strategy):
@@ -57,7 +59,15 @@ class Budgeted:
     def needs(self, config) -> frozenset[str]:
         return frozenset()  # it asks the train stage's requests itself, as far as its budget goes
 
-    async def learn(self, run) -> None:
+    def learning_calls(self, run) -> tuple[int, str]:
+        per = 3 if run.config.on_mismatch == RECRITIQUE else 2  # the initial answer, its critique (a recritique)
+        pools = len({item.user for item in run.dataset.train})
+        summaries = pools if self.strategy.semantic else 0
+        return calls_left(run, self.name, per * len(run.dataset.train) + summaries,
+                          f"{per} per train item" + (" and a summary per pool, more when it is chunked"
+                                                     if summaries else ""))
+
+    async def learn(self, run) -> Learned:
         shown = critic.shown_labels(run.dataset.train, run.config.critic, run.config.label_budget, run.config.seed,
                                     run.space)
         done, offline = await memory.each_pool(run, self.name,
@@ -68,9 +78,9 @@ class Budgeted:
         notes = {pool: self._notes(kept, advice.get(pool)) for pool, (kept, _) in done.items()}
         entries = [entry for kept, _ in done.values() for entry in kept]
         vectors = {pool: memory.encoded(run, [note])[0] for pool, note in advice.items()}
-        run.learned[self.name] = Learned(_episodic(run, entries), semantic, offline,
-                                         {pool: (note, vectors[pool]) for pool, note in advice.items()})
-        memory.save(run, self.name, notes, offline, strategy=self.strategy.name, semantic=semantic)
+        return Learned(_episodic(run, entries), semantic, offline,
+                       {pool: (note, vectors[pool]) for pool, note in advice.items()},
+                       Saved(notes, offline, {"strategy": self.strategy.name, "semantic": semantic}))
 
     def _notes(self, kept: list[dict], advice: dict | None) -> list[dict]:
         """The memory's notes, those the strategy's prompt shows: each entry kept (EP), the advice (SEM)."""

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from critique.engine.field import memory, online
-from critique.engine.field.offline import Offline, method_prompt, reasoned_answer
+from critique.engine.field.offline import Offline, calls_left, method_prompt, reasoned_answer
 from critique.engine.memory.episodic import pool_of
-from critique.engine.methods import register
+from critique.engine.method_memory import Saved, save
+from critique.engine.methods import Method, register
 
 EMPTY = "(empty)"  # the reference implementation's first cheatsheet
 # The longest cheatsheet the embedded model's grammar lets the curator write (about 200 words): llama.cpp cannot
@@ -42,22 +43,25 @@ class Learned:
     sheets: dict  # pool -> Cheatsheet
     vectors: dict
     offline: dict
+    saved: Saved  # memory/METHOD.json (the engine writes it)
 
 
-class DynamicCheatsheet:
+class DynamicCheatsheet(Method):
     name = "dc"
 
     def needs(self, config) -> frozenset[str]:
         return frozenset()
 
+    def learning_calls(self, run) -> tuple[int, str]:
+        return calls_left(run, self.name, 2 * len(run.dataset.train), "2 per train item (generate, curate)")
+
     def schema(self, run) -> dict:
         return reasoned_answer(run.space)
 
-    async def learn(self, run) -> None:
+    async def learn(self, run) -> Learned:
         sheets, offline = await memory.each_pool(run, self.name, lambda items, stage: self._pool(run, items, stage))
         notes = {pool: sheet.notes(pool) for pool, sheet in sheets.items()}
-        run.learned[self.name] = Learned(sheets, {p: memory.encoded(run, n) for p, n in notes.items()}, offline)
-        memory.save(run, self.name, notes, offline)
+        return Learned(sheets, {p: memory.encoded(run, n) for p, n in notes.items()}, offline, Saved(notes, offline))
 
     async def _pool(self, run, items: list, offline: Offline) -> Cheatsheet:
         sheet = Cheatsheet()
@@ -111,18 +115,21 @@ class OnlineCheatsheet(DynamicCheatsheet):
     name = "dc:online"
     learn = None  # no offline stage: it learns on the test questions
 
+    def learning_calls(self, run) -> tuple[int, str]:
+        return calls_left(run, self.name, len(run.dataset.test), "1 per test item (curate)")
+
     async def test(self, run, vectors: dict, policy) -> None:
         async def each(items: list, ledger: Offline) -> Cheatsheet:
             return await self._answer_each(run, items, ledger, vectors, policy)
 
         sheets, ledgers = await online.each_test_pool(run, self.name, each)
-        memory.save(run, self.name, {pool: sheet.notes(pool) for pool, sheet in sheets.items()}, ledgers)
+        save(run, self.name, {pool: sheet.notes(pool) for pool, sheet in sheets.items()}, ledgers)
 
     async def _answer_each(self, run, items: list, ledger: Offline, vectors: dict, policy) -> Cheatsheet:
         sheet = Cheatsheet()
         for n, item in enumerate(items):
             record = await online.answer(run, self.name, item, self._generator(run, sheet, item),
-                                         sheet.notes(pool_of(item.user)), vectors, policy, self.schema(run))
+                                         sheet.notes(pool_of(item.user)), vectors, policy)
             if record.get("error"):
                 online.stop(run, self.name, items[n + 1:], f"the answer to {item.id} failed")
                 return sheet

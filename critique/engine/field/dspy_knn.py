@@ -15,7 +15,8 @@ import numpy as np
 from critique.engine.field import dspy_program, memory
 from critique.engine.field.offline import Offline
 from critique.engine.memory.episodic import Retrieved, entry_id, pool_of
-from critique.engine.methods import register
+from critique.engine.method_memory import Saved
+from critique.engine.methods import Method, register
 
 PREFIX = "question: "  # how DSPy's KNN writes an example's one input field before it embeds it
 
@@ -26,15 +27,16 @@ class Learned:
     items: dict  # pool -> {id(example): train item}
     vectors: dict  # pool -> the train questions' vectors (for the similarity each shown demo is logged with)
     signature: object
+    saved: Saved  # memory/METHOD.json (the engine writes it)
 
 
-class DSPyKNN:
+class DSPyKNN(Method):
     name = "dspy:knn"
 
     def needs(self, config) -> frozenset[str]:
         return frozenset()
 
-    async def learn(self, run) -> None:
+    async def learn(self, run) -> Learned:
         dspy = dspy_program.module()
         pools: dict[str, list] = {}
         for item in run.dataset.train:
@@ -50,11 +52,11 @@ class DSPyKNN:
             knn[pool] = dspy.KNN(run.config.k, examples, vectorizer=vectorizer)
             items[pool] = {id(example): item for example, item in zip(examples, train)}
             vectors[pool] = {entry_id(item): v for item, v in zip(train, knn[pool].trainset_vectors)}
-        run.learned[self.name] = Learned(knn, items, vectors, dspy_program.signature(run))
         notes = {pool: [{"id": entry_id(i), "text": f"{i.question} -> {i.answer}", "sources": [i.id]} for i in train]
                  for pool, train in pools.items()}  # its memory: the labelled train examples it retrieves from
         share = memory.budget_share(run, pools)  # nothing spent of it: KNNFewShot asks the model nothing offline
-        memory.save(run, self.name, notes, {pool: Offline(run, self.name, budget=share) for pool in pools})
+        offline = {pool: Offline(run, self.name, budget=share) for pool in pools}
+        return Learned(knn, items, vectors, dspy_program.signature(run), Saved(notes, offline))
 
     def prompt(self, run, item, vector, exclude: str | None = None):
         learned = run.learned.get(self.name)

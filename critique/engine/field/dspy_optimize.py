@@ -19,9 +19,10 @@ from pathlib import Path
 
 from critique.base import rundir
 from critique.engine.field import dspy_lm, dspy_program, memory
-from critique.engine.field.offline import BUDGET, Offline
-from critique.engine.memory.episodic import Retrieved
-from critique.engine.methods import register
+from critique.engine.field.offline import BUDGET, Offline, calls_left
+from critique.engine.memory.episodic import Retrieved, pool_of
+from critique.engine.method_memory import Saved, file_of
+from critique.engine.methods import Method, register
 
 # One compile at a time in a process: DSPy's optimizers are not safe to run at once (their progress bars share
 # tqdm's global list of bars, which DSPy's evaluator clears), so the pools and methods compile one after another.
@@ -71,9 +72,10 @@ class Learned:
     vectors: dict  # pool -> the notes' vectors (memory.encoded)
     ids: dict  # pool -> {train question: its item id} (a demo is a train example: its question names its item)
     offline: dict  # pool -> Offline
+    saved: Saved  # memory/METHOD.json (the engine writes it)
 
 
-class Optimized:
+class Optimized(Method):
     """One DSPy optimizer as a memory method."""
 
     def __init__(self, name: str, optimizer):
@@ -82,7 +84,17 @@ class Optimized:
     def needs(self, config) -> frozenset[str]:
         return frozenset()
 
-    async def learn(self, run) -> None:
+    def learning_calls(self, run) -> tuple[int, str]:
+        pools: dict = {}
+        for item in run.dataset.train:
+            pools.setdefault(pool_of(item.user), []).append(item)
+        share = memory.budget_share(run, pools)
+        calls = sum(calls_within(run, items, share) for items in pools.values())
+        per = ("the program calls each pool's share of --train-budget buys" if share is not None else
+               f"the {NO_BUDGET_CALLS} program calls each pool's optimizer is given, its proposer's calls besides")
+        return calls_left(run, self.name, calls, per)
+
+    async def learn(self, run) -> Learned:
         dspy_program.module()
         compiled, offline = await memory.each_pool(run, self.name,
                                                    lambda items, stage: self._compiled(run, items, stage))
@@ -94,8 +106,8 @@ class Optimized:
                 rundir.write_json_atomic(self.program_file(run.out, pool), program.dump_state())
         vectors = {pool: memory.encoded(run, mine) for pool, mine in notes.items()}
         ids = {pool: {item.question: item.id for item in items} for pool, (_, items) in compiled.items()}
-        run.learned[self.name] = Learned(programs, notes, vectors, ids, offline)
-        memory.save(run, self.name, notes, offline, optimizer=self.optimizer.__name__)
+        return Learned(programs, notes, vectors, ids, offline,
+                       Saved(notes, offline, {"optimizer": self.optimizer.__name__}))
 
     async def _compiled(self, run, items: list, offline: Offline) -> tuple:
         """The pool's compile in a thread of its own: it waits there for each of its calls, which the run's loop
@@ -160,7 +172,7 @@ class Optimized:
         return f"no {self.name} program ({found[0].offline[found[1]].stopped})"
 
     def program_file(self, out: Path, pool: str) -> Path:
-        folder = memory.file_of(out, self.name).with_suffix("")
+        folder = file_of(out, self.name).with_suffix("")
         folder.mkdir(parents=True, exist_ok=True)
         return folder / ("".join(c if c.isalnum() or c in "-_." else "_" for c in pool) + ".json")
 

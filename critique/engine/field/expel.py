@@ -21,11 +21,14 @@ import numpy as np
 from critique.datasets.subsets import seeded_rank
 from critique.engine import parsing
 from critique.engine.field import insights, memory
-from critique.engine.field.offline import Offline, method_prompt, reasoned_answer
+from critique.engine.field.offline import Offline, calls_left, method_prompt, reasoned_answer
 from critique.engine.memory.episodic import Retrieved
-from critique.engine.methods import register
+from critique.engine.method_memory import Saved
+from critique.engine.method_settings import Setting, value
+from critique.engine.methods import Method, register
 
 RETRIES = 3  # Reflexion retries after a failed trial (max_reflection_depth)
+SETTINGS = (Setting("retries", RETRIES, "Reflexion retries after a failed trial (max_reflection_depth)", low=0),)
 CHUNK = 8  # successful trials per all-success extraction (success_critique_num)
 TEXT_CHARS = 600
 ATTEMPT, REFLECT, COMPARE, SUCCESS = "expel_attempt.j2", "expel_reflect.j2", "expel_compare.j2", "expel_success.j2"
@@ -48,30 +51,37 @@ class Learned:
     offline: dict  # pool -> Offline
     rule_vectors: dict  # pool -> its rules' vectors
     examples: dict  # pool -> (the items with a success, their questions' vectors)
+    saved: Saved  # memory/METHOD.json (the engine writes it)
 
 
-class ExpeL:
+class ExpeL(Method):
     name = "expel"
+    settings = SETTINGS
 
     def needs(self, config) -> frozenset[str]:
         return frozenset()
 
+    def learning_calls(self, run) -> tuple[int, str]:
+        # its trials, a reflection after each failed one, a comparison of each failed one with its success
+        per = 1 + 3 * value(run, self.name, "retries")
+        train = len(run.dataset.train)
+        return calls_left(run, self.name, per * train + -(-train // CHUNK),
+                          f"{per} per train item and one per {CHUNK} successes")
+
     def schema(self, run) -> dict:
         return reasoned_answer(run.space)
 
-    async def learn(self, run) -> None:
+    async def learn(self, run) -> Learned:
         pools, offline = await memory.each_pool(run, self.name, lambda items, stage: self._pool(run, items, stage))
         rules = {pool: p.insights.notes() for pool, p in pools.items()}
         examples = {}
         for pool, p in pools.items():
             shown = [i for i in p.items if _success(p.trials.get(i.id, []))]
             examples[pool] = (shown, np.asarray(run.encoder.encode([i.question for i in shown])) if shown else None)
-        run.learned[self.name] = Learned(pools, offline, {p: memory.encoded(run, n) for p, n in rules.items()},
-                                         examples)
         notes = {pool: rules[pool] + [_trial_note(i, pools[pool].trials[i.id]) for i in examples[pool][0]]
                  for pool in pools}  # the rules, then each successful trial a prompt may show
-        memory.save(run, self.name, notes, offline,
-                    trials={pool: p.trials for pool, p in pools.items()})
+        return Learned(pools, offline, {p: memory.encoded(run, n) for p, n in rules.items()}, examples,
+                       Saved(notes, offline, {"trials": {pool: p.trials for pool, p in pools.items()}}))
 
     async def _pool(self, run, items: list, offline: Offline) -> Pool:
         trials = {}
@@ -95,9 +105,10 @@ class ExpeL:
         return Pool(rules, trials, items)
 
     async def _gather(self, run, item, offline: Offline) -> list[tuple[dict, bool]]:
-        """The trials of one train question: until one is right, or 1 + RETRIES of them."""
+        """The trials of one train question: until one is right, or 1 + its retries (setting ``retries``)."""
+        retries = value(run, self.name, "retries")
         tried, reflections = [], []
-        for _ in range(1 + RETRIES):
+        for _ in range(1 + retries):
             prompt = method_prompt(ATTEMPT, rules=[], examples=[], reflections=reflections, task=run.task,
                                    question=item.question, answer_space=run.space)
             result = await offline.ask("expel_attempt", item, prompt, self.schema(run), "answer")
@@ -107,7 +118,7 @@ class ExpeL:
             trial = {"reasoning": str(reply.get("reasoning", "")),
                      "answer": parsing.extract_answer(result.text, run.space) or "(no valid answer)"}
             tried.append((trial, trial["answer"] == item.answer))
-            if tried[-1][1] or len(tried) > RETRIES:
+            if tried[-1][1] or len(tried) > retries:
                 break
             reflected = offline.read(await offline.ask(
                 "expel_reflect", item, method_prompt(REFLECT, task=run.task, question=item.question, **trial),

@@ -1,31 +1,16 @@
-"""What the field's methods share once their offline stage is done: the memory file each writes (memory/<method>
-.json: its notes, each with its sources, and how its stage went), the notes a prompt shows with their similarity
+"""What the field's methods share once their offline stage is done (the memory file each leaves is
+critique.engine.method_memory's): the notes a prompt shows with their similarity
 to the question, the pools each learns in and its share of the budget, and the error of a test question whose
 method has no memory yet."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import numpy as np
 
-from critique.base import rundir
 from critique.engine.field.offline import Offline
 from critique.engine.memory.episodic import Retrieved, pool_of
-
-
-def file_of(out: Path, name: str) -> Path:
-    """memory/<method>.json (a name such as ``ace:nolabel`` is written ``ace_nolabel``)."""
-    return Path(out) / rundir.MEMORY / ("".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".json")
-
-
-def save(run, name: str, notes: dict[str, list[dict]], offline: dict, **more) -> None:
-    """The method's memory as its offline stage left it, per pool: its ``notes`` (each with ``id``, ``text`` and
-    ``sources``, the train item ids it rests on) and the record of the pool's stage (``offline``: pool ->
-    critique.engine.field.offline.Offline)."""
-    pools = {pool: {"notes": notes[pool], **offline[pool].record()} for pool in notes}
-    rundir.write_json_atomic(file_of(run.out, name), {"method": name, "pools": pools, **more})
 
 
 async def each_pool(run, name: str, work, items: list | None = None, order=list) -> tuple[dict, dict]:

@@ -21,7 +21,9 @@ import asyncio
 from dataclasses import dataclass, field
 
 from critique.engine import parsing, prompts
+from critique.base import rundir
 from critique.engine.agents import Prompt
+from critique.engine.method_memory import file_of
 from critique.engine.policy import Policy
 from critique.llm.client import LLMResult
 
@@ -118,3 +120,28 @@ class Offline:
     def failed(self) -> bool:
         """The stage stopped at a failed call (not at its budget): the memory is not the method's yet."""
         return self.stopped is not None and self.stopped != BUDGET
+
+
+def calls_left(run, name: str, most: int, per: str) -> tuple[int, str]:
+    """The cost line's count of the calls method ``name`` makes to learn (``learning_calls``): at most ``most``
+    (``per``: what that bound is, e.g. "8 per train item"), less those of its strategy already logged (never asked
+    again; none once its memory file says every pool's stage ended); with --train-budget, it stops earlier, at its
+    tokens."""
+    if finished(run, name):
+        return 0, f"none: its stage has ended ({rundir.MEMORY}/{file_of(run.out, name).name})"
+    made = sum(r.get("strategy") == name and r.get("stage") != "test" for r in run.logged.values())
+    budget = (f"; each pool stops at its share of --train-budget {run.config.train_budget:,} tokens"
+              if run.config.train_budget is not None else "")
+    return max(0, most - made), f"at most {per}{budget}"
+
+
+def finished(run, name: str) -> bool:
+    """Method ``name``'s memory file is there and says each pool's stage ended (done, or stopped at its budget; not
+    at a failed call, which a rerun retries)."""
+    import json
+
+    path = file_of(run.out, name)
+    if not path.exists():
+        return False
+    pools = json.loads(path.read_text(encoding="utf-8")).get("pools") or {}
+    return all(pool.get("stopped") in (None, BUDGET) for pool in pools.values())

@@ -6,9 +6,8 @@ as it stands, and learn from each answer before the next; their learning calls g
 from __future__ import annotations
 
 from critique.datasets.subsets import stream_order
-from critique.engine import parsing
+from critique.engine import parsing, question
 from critique.engine.field import memory
-from critique.engine.memory import selection
 from critique.engine.memory.episodic import entry_id
 
 
@@ -19,11 +18,11 @@ async def each_test_pool(run, name: str, work) -> tuple[dict, dict]:
                                   lambda items: stream_order(items, run.config.seed))
 
 
-async def answer(run, name: str, item, prompt, notes: list[dict], vectors: dict, policy, schema: dict) -> dict:
-    """The test prediction of ``item`` (a logged one of the same request is kept), with the notes it was shown."""
+async def answer(run, name: str, item, prompt, notes: list[dict], vectors: dict, policy) -> dict:
+    """The test prediction of ``item`` through the one test-question step (a logged one of the same request is
+    kept), with the notes it was shown."""
     shown = memory.shown(notes, memory.encoded(run, notes), vectors[entry_id(item)])
-    return await run.answer("test", name, item, prompt, seed=(name,), retrieved=[e["id"] for e in shown],
-                            extra=selection.logged(shown), policy=policy, schema=schema, keep_same=True)
+    return await question.ask(run, name, item, found=(prompt, shown), policy=policy, keep_same=True)
 
 
 def reply_of(run, record: dict) -> str | None:

@@ -223,7 +223,8 @@ async def critiques(run) -> list[dict]:
         dropped = [entry for entry, keep in ordered if not keep]
         rundir.write_jsonl_atomic(run.out / rundir.MEMORY / DROPPED, dropped)
         print(f"critique: --on-mismatch drop: {len(dropped)} of {len(ordered)} critiques left out of memory "
-              f"(their assertion does not name the label the critic was shown; {rundir.MEMORY}/{DROPPED})", file=sys.stderr)
+              f"(their assertion does not name the label the critic was shown; {rundir.MEMORY}/{DROPPED})",
+              file=sys.stderr)
     elif mode == RECRITIQUE:
         asked = [e for e, _ in ordered if "recritique" in e]
         fixed = sum(e["recritique"]["kept"] == "second" for e in asked)

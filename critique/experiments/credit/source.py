@@ -1,16 +1,16 @@
-"""The source run of a credit test (critique.experiments.credit): what it reads of it (the episodic memory, a
+"""The source run of a credit test (critique.experiments.credit.deletion): what it reads of it (the episodic memory, a
 stream's note versions, or a field method's notes), the settings the credit run takes from it, and what it
 refuses to credit."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
 from critique.base import rundir
 from critique.base.errors import UserError
-from critique.experiments import credit_method, credit_stream
+from critique.experiments.credit import method as credit_method, stream as credit_stream
+from critique.experiments.source_run import ENTRIES, SourceRun
 
 
 def source_config(manifest: dict, **changes):
@@ -39,19 +39,17 @@ def read_source(source: Path, method: str | None = None) -> dict:
     """What the credit test reads of the source run: manifest, memory entries, semantic memory (``method``: a
     field method's memory document instead)."""
     source = Path(source)
-    if not rundir.is_run_dir(source):
+    run = SourceRun(source)
+    if not run.is_run():
         raise FileNotFoundError(f"{source}: not a run directory (no {rundir.MANIFEST})")
-    manifest = rundir.read_manifest(source)
+    manifest = run.manifest
     if method is not None:
         return credit_method.read(source, manifest, method)
-    if credit_stream.is_stream(manifest):  # a stream: its note versions (critique.experiments.credit_stream)
+    if credit_stream.is_stream(manifest):  # a stream: its note versions (critique.experiments.credit.stream)
         return credit_stream.read(source, manifest)
-    episodic = source / rundir.MEMORY / "episodic.jsonl"
-    if not episodic.exists():
-        raise UserError(f"{source}: no {episodic.relative_to(source)} (the run has no episodic memory to credit)")
-    semantic_path = source / rundir.MEMORY / "semantic.json"
-    semantic = json.loads(semantic_path.read_text(encoding="utf-8")) if semantic_path.exists() else {}
-    return {"path": source, "manifest": manifest, "entries": rundir.read_jsonl(episodic), "semantic": semantic}
+    if not run.has_episodic():
+        raise UserError(f"{source}: no {rundir.MEMORY}/{ENTRIES} (the run has no episodic memory to credit)")
+    return {"path": source, "manifest": manifest, "entries": run.episodic(), "semantic": run.semantic()}
 
 
 def refuse(source: dict, path: Path, strategy: str, on: str, cite: bool) -> None:

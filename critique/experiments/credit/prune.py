@@ -96,7 +96,7 @@ class Ask:
 
 
 def held_out(run, on: str) -> list:
-    from critique.experiments.credit import half_of
+    from critique.experiments.credit.deletion import half_of
 
     if on == "train":
         return list(run.dataset.test)
@@ -104,36 +104,28 @@ def held_out(run, on: str) -> list:
 
 
 def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[str]) -> list[Ask]:
-    from critique.engine import agents
-    from critique.engine.performance import in_order
-    from critique.engine.memory.episodic import pool_of
-    from critique.engine.strategies import STRATEGIES as ALL
-    from critique.experiments.credit import _advice, entry_vectors, nearest
+    """Each held-out question asked with each pruned strategy's own prompt (critique.engine.performance) over the
+    source run's memory less each rule's entries: retrieved again from what is left, as the method would."""
+    from critique.engine.memory.episodic import EpisodicMemory
+    from critique.engine.performance import performance_prompt
 
-    vectors = entry_vectors(source["path"] / rundir.MEMORY, source["entries"], lambda: run.encoder)
+    memory = EpisodicMemory.load(source["path"] / rundir.MEMORY, lambda: run.encoder)
     items = held_out(run, on)
     encoded = run.encoder.encode([i.question for i in items]) if items else []
     out = []
     for label, removed in sets.items():
-        gone = set(removed)
-        pools: dict[str, list[dict]] = {}
-        for e in source["entries"]:
-            if e["id"] not in gone:
-                pools.setdefault(pool_of(e.get("user")), []).append(e)
+        pruned = memory.pruned(set(removed))
         for item, vector in zip(items, encoded):
-            examples = nearest(vector, pools.get(pool_of(item.user), []), vectors, run.config.k, item.id)
             for strategy in PRUNED:
-                ok, advice = _advice(source["semantic"], item.user, strategy)
-                if not ok:
+                found = performance_prompt(run, strategy, item, vector, item.id, pruned, source["semantic"])
+                if found is None:
                     skipped.append(f"{strategy} {item.id}: no semantic memory for its pool")
                     continue
-                prompt = agents.performance_prompt(ALL[strategy].template, run.task, item, run.space,
-                                                   in_order(run.config, examples), advice, run.config.parts)
-                out.append(Ask(item, f"{strategy}{SEP}{label}", prompt, [e["id"] for e in examples], len(removed)))
+                prompt, shown = found
+                out.append(Ask(item, f"{strategy}{SEP}{label}", prompt, [e["id"] for e in shown], len(removed)))
     schema = run.dataset.card.response_schema
     for a in out:
-        a.hash = run.llm.request_hash(run.llm.request(a.prompt.messages, schema, "answer",
-                                                             content_free=a.prompt.content_free))
+        a.hash = run.request(a.prompt, schema)[1]
     return out
 
 
@@ -143,9 +135,10 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
     from critique.analysis import credit as analysis
     from critique.base.cost import print_cost
     from critique.base.errors import UserError
-    from critique.engine.pipeline import pkey
+    from critique.engine.run_directory import pkey
     from critique.experiments import reuse
-    from critique.experiments.credit_source import read_source, refuse_unrebuildable, source_config
+    from critique.experiments.source_run import SourceRun
+    from critique.experiments.credit.source import read_source, refuse_unrebuildable, source_config
     from critique.runner import execute_run
 
     if on == "test":
@@ -159,7 +152,7 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
     summary = analysis.summary(credit_dir, source_dir)
     config = source_config(manifest, **changes)
     sets = removal_sets(summary["rows"], rules, seeds, config.seed)
-    credit_manifest = rundir.read_run(credit_dir)["manifest"]
+    credit_manifest = SourceRun(credit_dir).manifest
     out = Path(out) if out else Path(credit_dir).parent / f"{Path(credit_dir).name}__prune"
     probe = {"name": CREDIT_PRUNE, "strategy": strategy, "on": on, "source": Path(source_dir).name,
              "source_run_id": manifest["run_id"], "credit": Path(credit_dir).name,

@@ -15,7 +15,7 @@ Which prompts (``--on``):
 - ``train``: leave-one-out over the train questions: each is answered with its K nearest *other*
   entries of its pool (its own entry left out); the test predictions are never read.
 - ``test-half``: ``test`` on one seeded half of the test questions (``half_of``); the other half is
-  held out for pruning (critique.experiments.credit_prune).
+  held out for pruning (critique.experiments.credit.prune).
 
 With EP+SEM_CRIT the advice is the source run's, distilled from every critique: on ``train`` it has
 seen the very item answered (only the episodic entry is left out).
@@ -32,7 +32,7 @@ the templates' own, with the source run's request hashes). Field ``cited``: the 
 
 A field method's notes (``--strategy ace``, ``dc``, ``expel``, ``dspy:...``; ``--on test`` or ``test-half``) are
 credited the same way, each test prompt of the method asked without each note it showed: the memory is rebuilt
-from the source run's calls first (critique.experiments.credit_method).
+from the source run's calls first (critique.experiments.credit.method).
 
 Null control (``--null N``): N full prompts, a seeded sample, are asked again of the model itself
 (never the response cache, a matching run nor the log: critique.engine.policy.REPEAT): how often the provider flips
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from critique.base import records, rundir
-from critique.experiments import credit_method, credit_source, credit_stream
+from critique.experiments.credit import method as credit_method, source as credit_source, stream as credit_stream
 from critique.base.records import Field
 from critique.engine.policy import REPEAT, SHARED
 from critique.base.vocab import CREDIT, CREDIT_FULL as FULL, CREDIT_NULL, CREDIT_REPEAT as NULL, \
@@ -126,19 +126,6 @@ def entry_vectors(folder: Path, entries: list[dict], encoder) -> dict:
     return {e["id"]: found[e["id"]] for e in entries}
 
 
-def nearest(vector, entries: list[dict], vectors: dict, k: int, exclude_item: str | None = None) -> list[dict]:
-    """The k entries (of one pool) most similar to ``vector`` (inner product, as the FAISS index), nearest
-    first, never the entry of ``exclude_item``."""
-    import numpy as np
-
-    pool = [e for e in entries if e["item_id"] != exclude_item]
-    if not pool or k <= 0:
-        return []
-    scores = np.stack([vectors[e["id"]] for e in pool]) @ np.asarray(vector, dtype=np.float32)
-    order = np.argsort(-scores, kind="stable")[:k]
-    return [pool[i] for i in order]
-
-
 def _advice(semantic: dict, user: str | None, strategy: str) -> tuple[bool, str | None]:
     from critique.engine.memory.episodic import pool_of
     from critique.engine.strategies import STRATEGIES as ALL
@@ -166,8 +153,9 @@ def test_cases(run, source: dict, strategy: str, half: int | None, skipped: list
     """The source run's test prompts of ``strategy`` (``half``: only the test items of that half), each
     rebuilt from the entry ids its prediction logged."""
     by_id = {e["id"]: e for e in source["entries"]}
-    predictions = [p for p in rundir.read_jsonl(source["path"] / rundir.PREDICTIONS)
-                   if p.get("stage") == "test" and p.get("strategy") == strategy]
+    from critique.experiments.source_run import SourceRun
+
+    predictions = SourceRun(source["path"]).predictions("test", strategy)
     cases, empty = [], 0
     for p, item in answered(run, predictions, half, skipped, "its source prediction"):
         if not p.get("retrieved"):
@@ -187,34 +175,33 @@ def test_cases(run, source: dict, strategy: str, half: int | None, skipped: list
     return cases
 
 
-def train_cases(run, source: dict, strategy: str, vectors: dict, skipped: list[str]) -> list[Case]:
-    """Leave-one-out over train: each train question with the K nearest other entries of its pool."""
-    from critique.engine.memory.episodic import pool_of
+def train_cases(run, source: dict, strategy: str, skipped: list[str]) -> list[Case]:
+    """Leave-one-out over train: each train question with the entries the strategy's own prompt shows it
+    (critique.engine.performance) over the source run's memory, its own entry never among them."""
+    from critique.engine.memory.episodic import EpisodicMemory
+    from critique.engine.performance import performance_prompt
 
+    memory = EpisodicMemory.load(source["path"] / rundir.MEMORY, lambda: run.encoder)
     train = list(run.dataset.train)
     encoded = run.encoder.encode([i.question for i in train]) if train else []
-    pools: dict[str, list[dict]] = {}
-    for e in source["entries"]:
-        pools.setdefault(pool_of(e.get("user")), []).append(e)
     cases = []
     for item, vector in zip(train, encoded):
-        ok, advice = _advice(source["semantic"], item.user, strategy)
-        if not ok:
+        found = performance_prompt(run, strategy, item, vector, item.id, memory, source["semantic"])
+        if found is None:
             skipped.append(f"{item.id}: no semantic memory for its pool")
             continue
-        examples = nearest(vector, pools.get(pool_of(item.user), []), vectors, run.config.k, item.id)
-        cases.append(Case(item, examples, advice))
+        cases.append(Case(item, list(found[1]), _advice(source["semantic"], item.user, strategy)[1]))
     return cases
 
 
 def _prompt(run, strategy: str, case: Case, examples: list[dict], cite: bool):
+    """The strategy's prompt for the case showing ``examples`` (critique.engine.performance.rendered), with the
+    citation instruction under --cite."""
     from critique.engine import agents, parsing
+    from critique.engine.performance import rendered
     from critique.engine.strategies import STRATEGIES as ALL
 
-    from critique.engine.performance import in_order
-
-    prompt = agents.performance_prompt(ALL[strategy].template, run.task, case.item, run.space,
-                                       in_order(run.config, examples), case.advice, run.config.parts)
+    prompt = rendered(run, ALL[strategy].template, case.item, examples, case.advice)
     schema = run.dataset.card.response_schema
     if cite:
         messages = [dict(m) for m in prompt.messages]
@@ -242,13 +229,12 @@ def requests(run, cases: list[Case], strategy: str, vectors: dict, cite: bool, n
     out += [Request(case, NULL, case.examples, repeat=True) for case in sample]
     for r in out:
         r.prompt, r.schema = _prompt(run, strategy, r.case, r.examples, cite)
-        r.hash = run.llm.request_hash(run.llm.request(r.prompt.messages, r.schema, "answer",
-                                                             content_free=r.prompt.content_free))
+        r.hash = run.request(r.prompt, r.schema)[1]
     return out
 
 
 def done(run, r: Request) -> bool:
-    from critique.engine.pipeline import pkey
+    from critique.engine.run_directory import pkey
 
     return pkey(stage(r), r.strategy, r.case.item.user, r.case.item.id) in run.predictions
 
@@ -297,7 +283,7 @@ def plan(run, source: dict, strategy: str, on: str, cite: bool, null: int) -> di
     """The credit test's requests for an opened credit run; ``skipped``: prompts left out, and why."""
     skipped: list[str] = []
     half = 0 if on == "test-half" else None
-    if source.get("method"):  # a field method's notes (critique.experiments.credit_method)
+    if source.get("method"):  # a field method's notes (critique.experiments.credit.method)
         vectors = credit_method.note_vectors(run, source)
         answers = answered(run, credit_method.source_predictions(source, strategy), half, skipped,
                            "its source prediction")
@@ -310,7 +296,7 @@ def plan(run, source: dict, strategy: str, on: str, cite: bool, null: int) -> di
             cases = credit_stream.cases(source, answered(run, steps, half, skipped, "its step"), skipped, Case)
         else:
             vectors = entry_vectors(source["path"] / rundir.MEMORY, source["entries"], lambda: run.encoder)
-            cases = train_cases(run, source, strategy, vectors, skipped) if on == "train" else \
+            cases = train_cases(run, source, strategy, skipped) if on == "train" else \
                 test_cases(run, source, strategy, half, skipped)
         todo = requests(run, cases, strategy, vectors, cite, null)
     mismatched = [r.case.item.id for r in todo
@@ -368,9 +354,9 @@ def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = F
 
     async def work(run) -> None:
         if method:  # its offline stage again, every call answered from the source run's (logged as cached)
-            from critique.engine.methods import method as named
+            from critique.engine.methods import learn
 
-            await named(strategy).learn(run)
+            await learn(run, strategy)
             announce(run)
         await work_for(state)(run)
 

@@ -42,13 +42,13 @@ from critique.base.ids import version_id
 from critique.base.records import Field
 from critique.datasets.subsets import stream_order
 from critique.base.vocab import CRITIQUE, EP_CRIT, EP_SEM_CRIT, SUMMARY, TRAIN
-from critique.engine.memory import critic, selection
+from critique.engine import performance, question
+from critique.engine.memory import critic
 from critique.engine.memory.episodic import EpisodicMemory, Retrieved, entry_id, pool_of
 from critique.engine.memory.notes import AGREEMENT, Notes
-from critique.engine.methods import method
-from critique.engine.pipeline import pkey
-from critique.experiments import stream_checks as checks
-from critique.experiments.stream_spec import RANDOM, RANK_DEPTH, STREAM, STREAM_CRITIQUE, parse_feedback
+from critique.engine.run_directory import pkey
+from critique.experiments.stream import checks
+from critique.experiments.stream.spec import RANDOM, RANK_DEPTH, STREAM, STREAM_CRITIQUE, parse_feedback
 
 records.declare(STREAM, (
     Field("step", "integer", "stream: the question's place in the stream, from 0", required=False),
@@ -113,7 +113,7 @@ class Stream:
         self.random_picks = _random_picks(test, self.probe, run.config.seed)
         self.advice = None
         if self.probe.get("refresh_every"):
-            from critique.experiments.stream_advice import Advice
+            from critique.experiments.stream.advice import Advice
 
             self.advice = Advice(run, self.probe["refresh_every"])
 
@@ -167,16 +167,19 @@ class Stream:
         the reply is judged, as Run.answer's; default: against the item's label)."""
         run = self.run
         disabled = {v["note"] for v in self.notes.latest().values() if v["status"] == "disabled"}
-        run.use_memory(self.memory(), self.advice.shown(disabled) if self.advice else {})
+        notes, advice = self.memory(), self.advice.shown(disabled) if self.advice else {}
         name = EP_SEM_CRIT if self.advice else EP_CRIT
-        found = method(name).prompt(run, item, vector, item.id)  # None: EP+SEM_CRIT in a pool with no advice yet
-        prompt, shown = found if found is not None else method(EP_CRIT).prompt(run, item, vector, item.id)
+
+        def found(strategy: str):  # the strategy's prompt over the notes as they stand (a value, not the run's)
+            return performance.performance_prompt(run, strategy, item, vector, item.id, notes, advice)
+
+        prompt, shown = found(name) or found(EP_CRIT)  # None: EP+SEM_CRIT in a pool with no advice yet
         latest = self.notes.latest()
-        extra = {**selection.logged(shown), "step": number, "feedback": str(self.feedback),
+        extra = {"step": number, "feedback": str(self.feedback),
                  "retrieved_versions": [version_id(e["id"], latest[e["id"]]["version"]) for e in shown],
-                 "memory_notes": run.memory.size(item.user)}
-        record = await run.answer(STREAM, name, item, prompt, seed=(name, STREAM), keep_same=True,
-                                  retrieved=[e["id"] for e in shown], extra=extra, judge=judge, experiment=STREAM)
+                 "memory_notes": notes.size(item.user)}
+        record = await question.ask(run, name, item, found=(prompt, shown), stage=STREAM, seed=(name, STREAM),
+                                    judge=judge, keep_same=True, extra=extra, experiment=STREAM)
         if record.get("error"):
             self.stopped = f"step {number} ({item.id}): {record['error']}"
             return None
@@ -296,7 +299,7 @@ async def learn(run, memory: EpisodicMemory, item, feedback: str | None, judge) 
     the fitted ``memory`` and the notes learned so far, then written back with ``feedback``: a label (the critic
     is shown it), "self" (the critic judges the answer) or None (nothing is written). Returns the answer's
     prediction record; memory/notes.jsonl keeps every note."""
-    from critique.experiments.stream_spec import stream_probe
+    from critique.experiments.stream.spec import stream_probe
 
     stream = Stream(run, stream_probe("self" if feedback == "self" else "gold"))
     stream.resume(memory)

@@ -1,4 +1,4 @@
-"""A stream's checks of its notes (critique.experiments.stream): de-inflation (each new note checked by the
+"""A stream's checks of its notes (critique.experiments.stream.loop): de-inflation (each new note checked by the
 reorder verifier before it is trusted, or its budget-matched random control) and verification by disabling (a
 wrong answer asked again without each note it was shown). Each takes the Stream and one step."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from critique.base.vocab import EP_CRIT
 from critique.engine.memory.episodic import entry_id
-from critique.experiments.stream_spec import RANDOM, STREAM, STREAM_DISABLE, STREAM_VERIFY
+from critique.experiments.stream.spec import RANDOM, STREAM, STREAM_DISABLE, STREAM_VERIFY
 
 
 

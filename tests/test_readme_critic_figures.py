@@ -34,7 +34,9 @@ def one(rows: list[dict], **where) -> dict:
 
 
 def echo_row(tables: dict, dataset: str, critic: str) -> dict:
-    return one(tables["echo"], dataset=dataset, critic=critic)
+    """The Echo Gap row of the SmolLM2 run of ``dataset`` with ``critic`` (the critics' figures are that model's)."""
+    smollm2 = [r for r in tables["echo"] if r["model"].startswith("local/smollm2")]
+    return one(smollm2, dataset=dataset, critic=critic)
 
 
 def accuracy(tables: dict, dataset: str, critic: str, strategy: str) -> dict:

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from critique.analysis import logs
 from critique.analysis.render import cell
+from critique.base import rundir
 from shipped import LOGS, RESULTS, pct, results
 
 GOLD = {dataset: LOGS / f"{dataset}__local_smollm2" for dataset in ("mcr-gen", "pref-gen")}
@@ -95,7 +96,8 @@ def test_the_number_of_paired_rows_printed(shipped_inference):
     assert {c.split(",")[0] for c in conditions if c.startswith("critic=")} == \
         {"critic=gold", "critic=noisy:0.2", "critic=self"}
     assert any("control=" in c for c in conditions)
-    assert f"prints all {len(paired)} rows, those of the noisy and self critics and of the controls too" in results()
+    assert f"prints all {len(paired)} rows, those of the noisy and self critics, of the controls and of the model " \
+           "that learns too" in results()
 
 
 def test_the_call_counts_of_the_shipped_study():
@@ -208,3 +210,33 @@ def test_the_k_ablation(shipped_tables):
     ks = ", ".join(str(r["value"]) for r in rows)
     assert f"The K ablation on mcr-gen (K = {ks}; {rows[0]['strategy']}) is shipped as well: " \
            f"{', '.join(pct(r['accuracy']) for r in rows)}, and so are" in results()
+
+
+QWEN = "local/qwen2.5-coder-0.5b"
+FIVE = ("zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT")
+
+
+def test_the_study_on_the_model_that_learns(shipped_tables, shipped_inference):
+    """docs/results.md's row of the pref-gen run on Qwen2.5-Coder-0.5B is Table 1's, its answer shares are the
+    answers table's and its paired figures are the inference's."""
+    rows = {r["strategy"]: r for r in shipped_tables["table1"] if r["model"] == QWEN and r["dataset"] == "pref-gen"}
+    assert set(rows) == set(FIVE) and all(r["n"] == 250 for r in rows.values())
+    cells = " | ".join(f"{rows[s]['accuracy']:.1f} [{rows[s]['ci_low']:.1f}, {rows[s]['ci_high']:.1f}]" for s in FIVE)
+    assert f"| pref-gen | {rows['zero_shot']['majority']:.1f} | {cells} |" in results()
+    answers = {r["strategy"]: r for r in shipped_tables["answers"] if r["model"] == QWEN and r["dataset"] == "pref-gen"}
+    assert [answers[s]["top_count"] for s in ("zero_shot", "EP_CRIT", "EP+SEM_CRIT")] == [250, 250, 250]
+    assert all(answers[s]["top_answer"] == "A" for s in FIVE)
+    assert (answers["EP_LABEL"]["top_count"], round(answers["EP_LABEL"]["top_share"])) == (228, 91)
+    sem = answers["SEM_CRIT"]
+    assert (round(sem["top_share"]), round(sem["per_class"]["A"]), round(sem["per_class"]["B"])) == (60, 60, 40)
+    paired = {(r["strategy"], r["baseline"]): r for r in shipped_inference["inference"]["paired"]
+              if r["model"] == QWEN and r["dataset"] == "pref-gen"}
+    sem_zero = paired[("SEM_CRIT", "zero_shot")]
+    assert (f"SEM_CRIT against zero_shot {sem_zero['diff']:+.1f} points, {sem_zero['discordant_wins']} wins and "
+            f"{sem_zero['discordant_losses']} losses, p = {sem_zero['p_mcnemar']:.2f}") in results()
+    ep, both = paired[("EP_CRIT", "EP_LABEL")], paired[("EP+SEM_CRIT", "EP_LABEL")]
+    assert (ep["discordant_wins"], ep["discordant_losses"], both["discordant_wins"], both["discordant_losses"]) == \
+        (11, 11, 11, 11) and ep["p_mcnemar"] == both["p_mcnemar"] == 1
+    calls = rundir.read_jsonl(LOGS / "pref-gen__local_qwen2.5-coder-0.5b" / rundir.CALLS)
+    manifest = rundir.read_manifest(LOGS / "pref-gen__local_qwen2.5-coder-0.5b")
+    assert len(calls) == 1760 and manifest["status"] == "complete" and "1,760 calls, no error" in results()

@@ -20,8 +20,8 @@ from critique.llm import context
 from critique.llm.client import LLM, LLMResult
 from critique.engine.memory import critic, semantic
 from critique.base.config import RunConfig
-from critique.engine.memory.episodic import EpisodicMemory, entry_id, pool_of  # noqa: F401  (entry_id: re-exported)
-from critique.engine.run_directory import pkey  # noqa: F401  (pkey: re-exported)
+from critique.engine.memory.episodic import EpisodicMemory, entry_id, pool_of
+from critique.engine.run_directory import pkey
 from critique.engine.step import Step
 from critique.base.vocab import CRITIQUE, MANY_SHOT, SUMMARY, TRAIN
 from critique.engine import question

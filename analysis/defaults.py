@@ -13,7 +13,8 @@ from dataclasses import MISSING, fields
 
 from critique.base.config import RunConfig
 from critique.base.reply_bounds import FIELD_CHARS, MAX_ADVICE_LINES
-from critique.analysis.read import ABLATED, CONFIG_SETTINGS
+from critique.analysis.read import ABLATED
+from critique.analysis.run_settings import CONFIG_SETTINGS
 
 TITLE = "Settings that differ from the documented defaults"
 

@@ -9,7 +9,6 @@ analysis.load to keep the later run's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing
 import os
@@ -19,17 +18,11 @@ from pathlib import Path
 
 from critique.analysis import consistency, count_cache, logs, tally
 from critique.base import offline_totals, rundir, vocab
-from critique.base.config import IDENTITY, manifest_value
+from critique.analysis.run_settings import SETTINGS, settings_of
 
 PREDICTION_FIELDS = ("stage", "strategy", "user", "item_id", "correct", "timeout", "parse_failed",
                      "completion_tokens", "reasoning_tokens", "error", "gold",
                      "context_overflow", "delivered", "prompt_tokens", "answer")  # the order analysis.tally reads
-# What an experiment is, besides its model, dataset, probe and ablation: the run settings that
-# make a run directory one run (critique.base.config.IDENTITY), the data and the prompt templates.
-CONFIG_SETTINGS = tuple(k for k in IDENTITY if k != "model")  # from the manifest's config
-# the rest from elsewhere in it; the templates are not among them: a template name with two hashes is a conflict
-# (template_conflicts), and a prompt set that has gained a template is not another experiment
-SETTINGS = CONFIG_SETTINGS + ("endpoint", "weights", "data")
 # The setting an ablation varies: its experiments differ in it by design.
 ABLATED = {"k": "k", "parts": "parts", "train_size": "train_fraction", "gate": "gate"}
 # A prediction carries the tokens of the call that answered it, so only the calls without a prediction are read
@@ -71,10 +64,6 @@ def find_runs(paths: list[str], errors: list[str]) -> list[Path]:
     return list(unique.values())
 
 
-def _digest(value) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
-
-
 def run_meta(path: Path, manifest: dict) -> dict:
     """One run's identity, from its manifest (KeyError/TypeError when required fields are missing)."""
     config, dataset = manifest["config"], manifest["dataset"]
@@ -82,11 +71,8 @@ def run_meta(path: Path, manifest: dict) -> dict:
     ablation = manifest.get("ablation") or {}
     value = ablation.get("value")
     templates = {str(k): str(v) for k, v in (manifest.get("templates") or {}).items()}
-    settings = {k: manifest_value(config, k) for k in CONFIG_SETTINGS}  # an older run: what it had
-    settings["endpoint"] = config.get("endpoint_id") or config.get("api_base")
+    settings = settings_of(manifest)  # what else makes it an experiment (analysis.run_settings)
     local = manifest.get("local_model")
-    settings["weights"] = _digest(local) if local else None  # the embedded model's file and bounds
-    settings["data"] = str(dataset.get("checksum") or "")[:12]
     return {
         "path": str(path),
         "model": str(config["model"]),

@@ -42,6 +42,12 @@ def test_a_method_in_one_file_learns_is_counted_credited_and_versioned(home, fak
     assert main(["credit", str(out), "--strategy", "hints", "--on", "test", "--report"]) == 0
     assert "inert" in capsys.readouterr().out
 
+    from critique.experiments.study.plan import same_versions
+
+    assert same_versions(rundir.read_manifest(out), ["zero_shot", "hints"])
     monkeypatch.setattr(toy.Hints, "version", 2)
     assert _run(out, "--quiet") == 2
     assert "holds hints made by version 1 of the method, not version 2" in capsys.readouterr().err
+    assert not same_versions(rundir.read_manifest(out), ["hints"])  # a study takes the cell for not done
+    assert main(["credit", str(out), "--strategy", "hints", "--on", "test-half", "--quiet"]) == 2
+    assert "made by version 1 of the method, not version 2" in capsys.readouterr().err

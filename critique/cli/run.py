@@ -71,4 +71,6 @@ def _learning(run) -> tuple[int, str]:
     counted = [(name, *learning_calls(method(name), run)) for name in run.config.strategies]
     counted = [(name, calls, per) for name, calls, per in counted if per]
     said = "".join(f" + {calls} calls of {name} to learn ({per})" for name, calls, per in counted)
+    if any(per.startswith("about") for _, _, per in counted):  # an estimate the method may pass: the sum is none
+        said += "; a method's count said about is its estimate, not a bound"
     return sum(calls for _, calls, _ in counted), said

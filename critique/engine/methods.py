@@ -159,7 +159,10 @@ async def learn(run, name: str) -> None:
 
 def keep_learned(run, name: str, memory) -> None:
     """What method ``name``'s ``learn`` returned: kept for its prompts (``run.learned``) and, when it has ``saved``
-    (critique.engine.method_memory.Saved), written to memory/METHOD.json."""
+    (critique.engine.method_memory.Saved), written to memory/METHOD.json. None keeps what the method itself put in
+    ``run.learned`` (a method that keeps its own memory there)."""
+    if memory is None:
+        return
     run.learned[name] = memory
     saved = getattr(memory, "saved", None)
     if saved is not None:

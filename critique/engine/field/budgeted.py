@@ -63,9 +63,11 @@ class Budgeted(Method):
         per = 3 if run.config.on_mismatch == RECRITIQUE else 2  # the initial answer, its critique (a recritique)
         pools = len({item.user for item in run.dataset.train})
         summaries = pools if self.strategy.semantic else 0
+        if not summaries:
+            return calls_left(run, self.name, per * len(run.dataset.train), f"{per} per train item")
         return calls_left(run, self.name, per * len(run.dataset.train) + summaries,
-                          f"{per} per train item" + (" and a summary per pool, more when it is chunked"
-                                                     if summaries else ""))
+                          f"{per} per train item and a summary per pool, more when its critiques are chunked",
+                          bound=False)
 
     async def learn(self, run) -> Learned:
         shown = critic.shown_labels(run.dataset.train, run.config.critic, run.config.label_budget, run.config.seed,

@@ -89,10 +89,13 @@ class Optimized(Method):
         for item in run.dataset.train:
             pools.setdefault(pool_of(item.user), []).append(item)
         share = memory.budget_share(run, pools)
-        calls = sum(calls_within(run, items, share) for items in pools.values())
-        per = ("the program calls each pool's share of --train-budget buys" if share is not None else
+        # the program calls each pool's budget buys at the cost of a K-demo prompt (one more: the stage stops at the
+        # first call past its budget); cheaper calls buy more, and without a budget the proposer's calls come on top
+        calls = sum(calls_within(run, items, share) + 1 for items in pools.values())
+        per = ("the program calls each pool's share of --train-budget buys, at a K-demo prompt's cost"
+               if share is not None else
                f"the {NO_BUDGET_CALLS} program calls each pool's optimizer is given, its proposer's calls besides")
-        return calls_left(run, self.name, calls, per)
+        return calls_left(run, self.name, calls, per, bound=False)
 
     async def learn(self, run) -> Learned:
         dspy_program.module()

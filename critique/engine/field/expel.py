@@ -22,7 +22,7 @@ from critique.datasets.subsets import seeded_rank
 from critique.engine import parsing
 from critique.engine.field import insights, memory
 from critique.engine.field.offline import Offline, calls_left, method_prompt, reasoned_answer
-from critique.engine.memory.episodic import Retrieved
+from critique.engine.memory.episodic import Retrieved, pool_of
 from critique.engine.method_memory import Saved
 from critique.engine.method_settings import Setting, value
 from critique.engine.methods import Method, register
@@ -64,9 +64,12 @@ class ExpeL(Method):
     def learning_calls(self, run) -> tuple[int, str]:
         # its trials, a reflection after each failed one, a comparison of each failed one with its success
         per = 1 + 3 * value(run, self.name, "retries")
-        train = len(run.dataset.train)
-        return calls_left(run, self.name, per * train + -(-train // CHUNK),
-                          f"{per} per train item and one per {CHUNK} successes")
+        pools: dict = {}
+        for item in run.dataset.train:
+            pools[pool_of(item.user)] = pools.get(pool_of(item.user), 0) + 1
+        extractions = sum(-(-n // CHUNK) for n in pools.values())  # each pool's successes, CHUNK at a time
+        return calls_left(run, self.name, per * len(run.dataset.train) + extractions,
+                          f"{per} per train item and one per {CHUNK} successes of each pool")
 
     def schema(self, run) -> dict:
         return reasoned_answer(run.space)

@@ -122,17 +122,17 @@ class Offline:
         return self.stopped is not None and self.stopped != BUDGET
 
 
-def calls_left(run, name: str, most: int, per: str) -> tuple[int, str]:
+def calls_left(run, name: str, most: int, per: str, bound: bool = True) -> tuple[int, str]:
     """The cost line's count of the calls method ``name`` makes to learn (``learning_calls``): at most ``most``
     (``per``: what that bound is, e.g. "8 per train item"), less those of its strategy already logged (never asked
     again; none once its memory file says every pool's stage ended); with --train-budget, it stops earlier, at its
-    tokens."""
+    tokens. ``bound`` False: ``most`` is an estimate the method may pass (said "about", not "at most")."""
     if finished(run, name):
         return 0, f"none: its stage has ended ({rundir.MEMORY}/{file_of(run.out, name).name})"
     made = sum(r.get("strategy") == name and r.get("stage") != "test" for r in run.logged.values())
     budget = (f"; each pool stops at its share of --train-budget {run.config.train_budget:,} tokens"
               if run.config.train_budget is not None else "")
-    return max(0, most - made), f"at most {per}{budget}"
+    return max(0, most - made), f"{'at most' if bound else 'about'} {per}{budget}"
 
 
 def finished(run, name: str) -> bool:

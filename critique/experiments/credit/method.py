@@ -31,7 +31,7 @@ def is_method(strategy: str) -> bool:
 def refuse(manifest: dict, source: Path, strategy: str, on: str, cite: bool) -> None:
     """UserError for what credit cannot do with a field method's memory."""
     from critique.engine.method_memory import file_of
-    from critique.engine.methods import hook, method
+    from critique.engine.methods import hook, method, version
 
     if hook(method(strategy), "test"):
         raise UserError(f"{strategy} learns as it answers: its memory changed at every test question, and credit "
@@ -44,6 +44,10 @@ def refuse(manifest: dict, source: Path, strategy: str, on: str, cite: bool) -> 
                         "notes")
     if strategy not in manifest["config"].get("strategies", []):
         raise UserError(f"{source}: the run has no {strategy} test predictions to credit")
+    made = (manifest.get("method_versions") or {}).get(strategy, 1)
+    if made != version(method(strategy)):
+        raise UserError(f"{source}: its {strategy} was made by version {made} of the method, not version "
+                        f"{version(method(strategy))}: its memory cannot be rebuilt by replaying its offline stage")
     if not file_of(source, strategy).exists():
         raise UserError(f"{source}: no {file_of(source, strategy).relative_to(source)} (the method kept no memory)")
 

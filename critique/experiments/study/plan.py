@@ -114,6 +114,15 @@ def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
     return cells
 
 
+def same_versions(manifest: dict, strategies: list[str]) -> bool:
+    """Each of ``strategies`` was made by the version of its method this code has (a manifest without
+    ``method_versions``: every one at version 1)."""
+    from critique.engine.methods import method, version
+
+    made = manifest.get("method_versions") or {}
+    return all(made.get(name, 1) == version(method(name)) for name in strategies)
+
+
 def task_state(task: Task) -> str:
     """'complete', 'partial' (a run directory exists) or 'new'."""
     run = SourceRun(task.out)
@@ -128,5 +137,6 @@ def task_state(task: Task) -> str:
     done = manifest.get("status") == "complete" and manifest.get("probe") == task.probe \
         and manifest.get("ablation") == task.ablation \
         and set(task.config.strategies) <= set(config.get("strategies", [])) \
-        and all(manifest_value(config, key) == mine.get(key) for key in IDENTITY)
+        and all(manifest_value(config, key) == mine.get(key) for key in IDENTITY) \
+        and same_versions(manifest, task.config.strategies)
     return "complete" if done else "partial"  # other settings: running it says which (critique.engine.pipeline)

@@ -8,6 +8,8 @@ import re
 from collections import Counter
 from datetime import datetime
 
+import pytest
+
 from critique.analysis import logs
 from critique.analysis.render import cell
 from critique.base import rundir
@@ -216,27 +218,59 @@ QWEN = "local/qwen2.5-coder-0.5b"
 FIVE = ("zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT")
 
 
-def test_the_study_on_the_model_that_learns(shipped_tables, shipped_inference):
-    """docs/results.md's row of the pref-gen run on Qwen2.5-Coder-0.5B is Table 1's, its answer shares are the
-    answers table's and its paired figures are the inference's."""
-    rows = {r["strategy"]: r for r in shipped_tables["table1"] if r["model"] == QWEN and r["dataset"] == "pref-gen"}
+def _row(shipped_tables, dataset: str) -> str:
+    rows = {r["strategy"]: r for r in shipped_tables["table1"] if r["model"] == QWEN and r["dataset"] == dataset}
     assert set(rows) == set(FIVE) and all(r["n"] == 250 for r in rows.values())
     cells = " | ".join(f"{rows[s]['accuracy']:.1f} [{rows[s]['ci_low']:.1f}, {rows[s]['ci_high']:.1f}]" for s in FIVE)
-    assert f"| pref-gen | {rows['zero_shot']['majority']:.1f} | {cells} |" in results()
-    answers = {r["strategy"]: r for r in shipped_tables["answers"] if r["model"] == QWEN and r["dataset"] == "pref-gen"}
+    return f"| {dataset} | {rows['zero_shot']['majority']:.1f} | {cells} |"
+
+
+def _answers(shipped_tables, dataset: str) -> dict:
+    return {r["strategy"]: r for r in shipped_tables["answers"] if r["model"] == QWEN and r["dataset"] == dataset}
+
+
+def _paired(shipped_inference, dataset: str) -> dict:
+    return {(r["strategy"], r["baseline"]): r for r in shipped_inference["inference"]["paired"]
+            if r["model"] == QWEN and r["dataset"] == dataset}
+
+
+@pytest.mark.parametrize("dataset", ["mcr-gen", "pref-gen"])
+def test_the_study_on_the_model_that_learns_is_table1s(shipped_tables, dataset):
+    """docs/results.md's row of each Qwen2.5-Coder-0.5B study run is Table 1's, made by 1,760 calls, no error."""
+    assert _row(shipped_tables, dataset) in results()
+    run = LOGS / f"{dataset}__local_qwen2.5-coder-0.5b"
+    manifest = rundir.read_manifest(run)
+    assert len(rundir.read_jsonl(run / rundir.CALLS)) == 1760 and manifest["status"] == "complete"
+    assert manifest["errors"] == {"calls": 0, "predictions": 0} and "1,760 calls each, no error" in results()
+
+
+def test_the_mcr_gen_study_on_the_model_that_learns(shipped_tables, shipped_inference):
+    """What docs/results.md says the model answered on mcr-gen and how the strategies compare on its items."""
+    answers = _answers(shipped_tables, "mcr-gen")
+    assert all(answers[s]["top_answer"] == "1" for s in FIVE)
+    counts = [answers[s]["top_count"] for s in ("zero_shot", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT")]
+    assert counts == [248, 250, 250, 250]
+    assert round(100 - answers["EP_LABEL"]["top_share"]) == 20
+    paired = _paired(shipped_inference, "mcr-gen")
+    label, zero = paired[("EP_CRIT", "EP_LABEL")], paired[("EP_CRIT", "zero_shot")]
+    assert (f"EP_CRIT against EP_LABEL {label['diff']:+.1f} points, {label['discordant_wins']} wins and "
+            f"{label['discordant_losses']} losses, p = {label['p_mcnemar']:.3g}; against zero_shot "
+            f"{zero['diff']:+.1f}, {zero['discordant_wins']} and {zero['discordant_losses']})") in results()
+    assert all(r["p_holm"] is None or r["p_holm"] >= 0.05 for r in paired.values())
+
+
+def test_the_pref_gen_study_on_the_model_that_learns(shipped_tables, shipped_inference):
+    """What docs/results.md says the model answered on pref-gen and how the strategies compare on its items."""
+    answers = _answers(shipped_tables, "pref-gen")
     assert [answers[s]["top_count"] for s in ("zero_shot", "EP_CRIT", "EP+SEM_CRIT")] == [250, 250, 250]
     assert all(answers[s]["top_answer"] == "A" for s in FIVE)
     assert (answers["EP_LABEL"]["top_count"], round(answers["EP_LABEL"]["top_share"])) == (228, 91)
     sem = answers["SEM_CRIT"]
     assert (round(sem["top_share"]), round(sem["per_class"]["A"]), round(sem["per_class"]["B"])) == (60, 60, 40)
-    paired = {(r["strategy"], r["baseline"]): r for r in shipped_inference["inference"]["paired"]
-              if r["model"] == QWEN and r["dataset"] == "pref-gen"}
+    paired = _paired(shipped_inference, "pref-gen")
     sem_zero = paired[("SEM_CRIT", "zero_shot")]
     assert (f"SEM_CRIT against zero_shot {sem_zero['diff']:+.1f} points, {sem_zero['discordant_wins']} wins and "
             f"{sem_zero['discordant_losses']} losses, p = {sem_zero['p_mcnemar']:.2f}") in results()
     ep, both = paired[("EP_CRIT", "EP_LABEL")], paired[("EP+SEM_CRIT", "EP_LABEL")]
     assert (ep["discordant_wins"], ep["discordant_losses"], both["discordant_wins"], both["discordant_losses"]) == \
         (11, 11, 11, 11) and ep["p_mcnemar"] == both["p_mcnemar"] == 1
-    calls = rundir.read_jsonl(LOGS / "pref-gen__local_qwen2.5-coder-0.5b" / rundir.CALLS)
-    manifest = rundir.read_manifest(LOGS / "pref-gen__local_qwen2.5-coder-0.5b")
-    assert len(calls) == 1760 and manifest["status"] == "complete" and "1,760 calls, no error" in results()

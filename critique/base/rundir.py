@@ -39,6 +39,8 @@ CALLS = "calls.jsonl"
 PREDICTIONS = "predictions.jsonl"
 MEMORY = "memory"
 NOTES = "notes.jsonl"  # memory/: a stream's notes, every version (critique.engine.memory.notes)
+EPISODIC = "episodic.jsonl"  # memory/: the episodic memory's entries (critique.engine.memory.episodic)
+SEMANTIC = "semantic.json"  # memory/: each pool's semantic memory (critique.engine.memory.semantic)
 LOCK = ".lock"
 
 # the names of environment variables, query parameters and provider parameters whose values are credentials

@@ -10,9 +10,7 @@ from functools import cached_property
 from pathlib import Path
 
 from critique.base import records, rundir
-
-ENTRIES = "episodic.jsonl"  # critique.engine.memory.episodic.ENTRIES (not imported: it loads numpy and FAISS)
-SEMANTIC = "semantic.json"  # critique.engine.memory.semantic.FILE
+from critique.base.rundir import EPISODIC as ENTRIES, SEMANTIC  # the memory files' names (the engine's too)
 
 
 class SourceRun:

@@ -16,7 +16,7 @@ from critique.base import rundir
 from critique.base.ids import SHARED_POOL as ALL, pool_of  # noqa: F401  (one definition; the engine's names)
 from critique.base.rundir import read_jsonl
 
-ENTRIES = "episodic.jsonl"
+ENTRIES = rundir.EPISODIC
 
 
 def entry_id(item) -> str:

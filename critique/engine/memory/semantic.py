@@ -39,7 +39,7 @@ from critique.base import rundir
 from critique.engine import agents, parsing
 from critique.llm import context
 
-FILE = "semantic.json"
+FILE = rundir.SEMANTIC
 CONTEXT_MISSED = "the prompt did not fit the model's context"  # a summary chunk the model could not be sent
 CUT_MARK = " [... cut to fit the context]"
 _TEXTS = ("question", "initial_answer")  # entry fields shown in summary.j2, with the critique's fields

@@ -184,13 +184,17 @@ def train_cases(run, source: dict, strategy: str, skipped: list[str]) -> list[Ca
     memory = EpisodicMemory.load(source["path"] / rundir.MEMORY, lambda: run.encoder)
     train = list(run.dataset.train)
     encoded = run.encoder.encode([i.question for i in train]) if train else []
-    cases = []
+    cases, empty = [], 0
     for item, vector in zip(train, encoded):
         found = performance_prompt(run, strategy, item, vector, item.id, memory, source["semantic"])
         if found is None:
             skipped.append(f"{item.id}: no semantic memory for its pool")
-            continue
-        cases.append(Case(item, list(found[1]), _advice(source["semantic"], item.user, strategy)[1]))
+        elif not found[1]:  # the memory-free prompt (an empty pool): nothing to delete, as test_cases skips it
+            empty += 1
+        else:
+            cases.append(Case(item, list(found[1]), _advice(source["semantic"], item.user, strategy)[1]))
+    if empty:
+        skipped.append(f"{empty} prompts retrieved no entry (nothing to delete)")
     return cases
 
 

@@ -39,7 +39,8 @@ MANIFEST = (
           "Python (the Learner, a library call)", required=False),
     Field("folders", "object", "{cache, data}: the response and embedding cache folder and the dataset folder in "
           "use", required=False),
-    Field("local_model", "object|null", "the embedded model's weights and bounds; null for other models"),
+    Field("local_model", "object|null", "the embedded model's weights, prompt form (chat_template: gguf or "
+          "completion) and bounds; null for other models"),
     Field("price", "object|null", "{input_per_million, output_per_million, source}: the dollars per million prompt "
           "and completion tokens the calls' cost_usd is computed at (source: --price, litellm's price table, or "
           "embedded: the in-process model, free); null when no price is known; absent in older logs",

@@ -366,8 +366,8 @@ class LLM:
         from critique.llm import local as local_llm
 
         options = loglikelihood.options_of(request["response_format"]["json_schema"]["schema"])
-        return await local_llm.handler().ascore(self.config.model, request["messages"], options,
-                                                request.get("content_free"))
+        name = self.config.model.removeprefix(f"{local_llm.PROVIDER}/")  # what litellm hands a completion: a path
+        return await local_llm.handler().ascore(name, request["messages"], options, request.get("content_free"))
 
     def close(self) -> None:
         if self._processes is not None:

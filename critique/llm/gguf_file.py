@@ -7,12 +7,15 @@ relative to the working directory, ``~`` is the home folder. The name ``smollm2`
 packaged model (a file of that name is ``local/./smollm2``).
 
 A file is refused before any call, in one line naming it, when it is missing, unreadable, not
-GGUF, cut short (its tensors run past its end), of an architecture llama.cpp does not know, or
-without a chat template (``tokenizer.chat_template``): the prompts are chats, formatted by the
-file's own template. Its identity (size, sha256 of the whole file) is part of every request and of
-the manifest, so runs on other weights are other experiments; the sha256 is computed once per
-file (a few seconds for a 7B model) and remembered in the cache folder under the file's path,
-size and modification time.
+GGUF, cut short (its tensors run past its end), or of an architecture llama.cpp does not know. The
+prompts are chats: a file that carries a chat template (``tokenizer.chat_template``: an instruct
+model) formats them with it (the form ``gguf``); a file without one (a base model) reads them as
+plain text in the completion form (``completion``: COMPLETION, the system text, then each question
+and each earlier answer after ``Answer:``, ending with the cue ``Answer:``, as lm-eval and HELM
+prompt base models), and the manifest's ``local_model.chat_template`` records which. Its identity
+(size, sha256 of the whole file) is part of every request and of the manifest, so runs on other
+weights are other experiments; the sha256 is computed once per file (a few seconds for a 7B model)
+and remembered in the cache folder under the file's path, size and modification time.
 """
 
 from __future__ import annotations
@@ -24,6 +27,17 @@ from pathlib import Path
 
 MAGIC = b"GGUF"
 DEFAULT_CHAT = "chat_template.default"  # llama-cpp-python's name for the file's own template
+TEMPLATE_KEY = "tokenizer.chat_template"
+OWN, COMPLETION_FORM = "gguf", "completion"  # how a file's prompts are formatted: its own template, or COMPLETION
+# The completion form: a chat as the plain text a base model continues. The system text, each user message (a
+# question, with its examples), each assistant message (an earlier answer) after the cue, and the cue last: the
+# model's reply is what follows "Answer:". Part of every request (``local_model.completion_sha256``).
+COMPLETION = ("{{ bos_token }}"
+              "{% for message in messages %}"
+              "{% if message['role'] == 'assistant' %}Answer: {{ message['content'] }}\n\n"
+              "{% else %}{{ message['content'] }}\n\n{% endif %}"
+              "{% endfor %}"
+              "{% if add_generation_prompt %}Answer:{% endif %}")
 
 
 def path_of(name: str) -> Path:
@@ -94,7 +108,7 @@ def _check_header(path: Path, where: str) -> None:
 
 
 def load_vocab(path: Path, where: str):
-    """The file's tokenizer alone (vocab_only: no weights read), with its chat template checked."""
+    """The file's tokenizer alone (vocab_only: no weights read)."""
     from llama_cpp import Llama
     from llama_cpp._utils import suppress_stdout_stderr
 
@@ -104,10 +118,20 @@ def load_vocab(path: Path, where: str):
     except (ValueError, RuntimeError):  # llama.cpp could not load it (its reason went to its log): one line
         raise ValueError(f"{where}: llama.cpp cannot load {path} (architecture {_architecture(path)!r}: one this "
                          f"llama.cpp does not know, or a damaged file)") from None
-    if "tokenizer.chat_template" not in vocab.metadata:
-        vocab.close()
-        raise ValueError(f"{where}: {path} has no chat template (tokenizer.chat_template): use a chat (instruct) model")
     return vocab
+
+
+def chat_form(vocab) -> str:
+    """How the file's prompts are formatted: OWN (the chat template it carries) or COMPLETION_FORM (it has none)."""
+    return OWN if vocab.metadata.get(TEMPLATE_KEY) else COMPLETION_FORM
+
+
+def form_settings(vocab) -> dict:
+    """The manifest's and every request's record of the prompt form: ``chat_template`` (OWN or COMPLETION_FORM)
+    and, for the completion form, the sha256 of COMPLETION (a changed form is another experiment)."""
+    if chat_form(vocab) == OWN:
+        return {"chat_template": OWN}
+    return {"chat_template": COMPLETION_FORM, "completion_sha256": hashlib.sha256(COMPLETION.encode()).hexdigest()}
 
 
 def _architecture(path: Path) -> str | None:
@@ -134,18 +158,19 @@ def training_context(vocab) -> int | None:
 
 
 def formatter(vocab):
-    """The file's chat template, as llama-cpp-python formats a chat with it."""
+    """The file's chat template (COMPLETION for a file without one), as llama-cpp-python formats a chat with it."""
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     def text(token: int) -> str:
         return vocab._model.token_get_text(token) if token != -1 else ""
 
-    return Jinja2ChatFormatter(template=vocab.metadata["tokenizer.chat_template"], eos_token=text(vocab.token_eos()),
+    template = vocab.metadata[TEMPLATE_KEY] if chat_form(vocab) == OWN else COMPLETION
+    return Jinja2ChatFormatter(template=template, eos_token=text(vocab.token_eos()),
                                bos_token=text(vocab.token_bos()), stop_token_ids=[vocab.token_eos()])
 
 
 def prompt_tokens(vocab, chat, messages: list) -> int:
-    """Tokens of the prompt the model reads: the messages formatted by the chat template, tokenized
+    """Tokens of the prompt the model reads: the messages formatted by the file's form (``chat``), tokenized
     as llama-cpp-python does (special tokens parsed, no BOS added: the template writes its own)."""
     prompt = chat(messages=[{"role": m.get("role", "user"), "content": str(m.get("content") or "")}
                             for m in messages]).prompt

@@ -21,7 +21,8 @@ long prompts faster on the CPU. What the model runs with (weights, attention, st
 context) is part of every request, so the response cache never mixes settings.
 
 Any other GGUF file runs the same way as ``local/PATH.gguf`` (critique.llm.gguf_file: the syntax,
-the checks): as it is (no F16 copy), with the chat template the file carries, the same grammar and
+the checks): as it is (no F16 copy), with the chat template the file carries (a base model without one:
+the completion form, gguf_file.COMPLETION), the same grammar and
 bounds, and a context of ``--context-tokens`` if given, else its training context capped at
 CRITIQUE_LOCAL_N_CTX. Its path, size and sha256 are part of every request and of the manifest.
 """
@@ -62,8 +63,8 @@ def packaged(name: str) -> bool:
 
 
 def own_template(name: str) -> bool:
-    """The model's prompts are formatted by its file's own chat template (a GGUF file, an assembled model), not
-    by llama-cpp-python's guess from the file (SmolLM2, as shipped)."""
+    """The model's prompts are formatted by its file's own form (a GGUF file, an assembled model: the chat template
+    it carries, else the completion form), not by llama-cpp-python's guess from the file (SmolLM2, as shipped)."""
     return name not in MODELS
 
 
@@ -112,7 +113,7 @@ def settings(name: str, context_tokens: int | None = None) -> dict:
     n_ctx = int(context_tokens) if context_tokens else min(trained or N_CTX, N_CTX)
     _CONTEXT[name] = n_ctx
     return {"file": path.name, "path": str(path), **gguf_file.identity(path), "weights": "gguf",
-            "chat_template": "gguf", "flash_attn": FLASH_ATTN, "max_string_chars": MAX_STRING_CHARS,
+            **gguf_file.form_settings(_vocab(name)), "flash_attn": FLASH_ATTN, "max_string_chars": MAX_STRING_CHARS,
             "n_ctx": n_ctx, "n_ctx_train": trained}
 
 
@@ -212,6 +213,16 @@ def _chat(name: str):
     return gguf_file.formatter(_vocab(name))
 
 
+def _chat_settings(name: str) -> dict:
+    """How the loaded model formats a chat: the file's own template, the completion form for a file without one
+    (gguf_file.COMPLETION), or llama-cpp-python's guess from the file (SmolLM2, as shipped)."""
+    if not own_template(name):
+        return {}
+    if gguf_file.chat_form(_vocab(name)) == gguf_file.OWN:
+        return {"chat_format": gguf_file.DEFAULT_CHAT}
+    return {"chat_handler": _chat(name).to_chat_handler()}
+
+
 _VOCAB_LOCK = threading.Lock()
 
 
@@ -264,7 +275,7 @@ class LocalLLM(CustomLLM):
 
             for other in [k for k in self._models if k[0] == name]:  # one context per model in memory
                 self._models.pop(other).close()
-            chat = {"chat_format": gguf_file.DEFAULT_CHAT} if own_template(name) else {}  # the file's own template
+            chat = _chat_settings(name)
             self._models[key] = GrammarFirstLlama(model_path=str(weights_path(name)), n_ctx=n_ctx,
                                                   flash_attn=FLASH_ATTN, n_threads=threads(),
                                                   n_threads_batch=threads(), seed=0,  # its default: every core

@@ -55,7 +55,9 @@ def prepare(config, out: Path, probe=None, ablation=None, progress=True, *, depl
     from critique.llm.spend import Spend, logged_cost
 
     check_settings(config)
-    dataset = resolve(config.dataset, config.data_dir).limited(config.limit)
+    whole = resolve(config.dataset, config.data_dir)
+    dataset = whole.limited(config.limit)
+    warn_narrow_limit(whole, dataset, config.limit)
     if Path(out).resolve().is_relative_to(Path(dataset.path).resolve()):
         raise UserError(f"{out} is inside the dataset folder {dataset.path}: the run would change the data it is "
                         f"checked against (its checksum); use an --out outside it")
@@ -101,6 +103,22 @@ def warn_small_pools(run) -> None:
         print(f"critique: warning: {where} holds {small} items and k = {run.config.k}: every test question of it "
               f"retrieves the whole pool ({', '.join(retrieving)} choose nothing by similarity); use a larger "
               "--limit or a smaller --k", file=sys.stderr)
+
+
+def warn_narrow_limit(whole, dataset, limit: int | None) -> None:
+    """Say so when --limit kept a test split with fewer labels than it could have (the dataset is stored in an
+    order that groups its labels: its first items are no sample of it; critique.datasets.order)."""
+    import sys
+
+    from critique.datasets.order import narrowed
+
+    found = narrowed(dataset.test, whole.test) if limit else None
+    if found:
+        have, of = found
+        print(f"critique: warning: --limit {limit} keeps the first {len(dataset.test)} test items, which hold {have} "
+              f"of the test split's {of} labels (the dataset's rows are grouped by label); import it with "
+              "`critique datasets import ... --order interleaved` for first items that cover the labels",
+              file=sys.stderr)
 
 
 @dataclass

@@ -50,9 +50,15 @@ def register(sub) -> None:
                                                "neither, a seeded part of the train split)")
     imported.add_argument("--test-fraction", type=float, help="with one split: the fraction of its rows "
                                                               "that is test (default 0.5)")
-    imported.add_argument("--seed", type=int, help="with one split: the seed of the split (default 0)")
+    imported.add_argument("--seed", type=int, help="with one split: the seed of the split; with --order "
+                                                   "interleaved: of each label's shuffle (default 0)")
+    imported.add_argument("--order", choices=("source", "interleaved"),
+                          help="the rows' order in each split, which decides what --limit N keeps (its first N): "
+                               "as the source gives them (default), or interleaved by label, one item of each label "
+                               "in turn, so that any first N items cover min(N, labels) labels (a set stored sorted "
+                               "by label, as BANKING77 and CLINC150 are)")
     imported.add_argument("--columns", metavar="FILE", help="a mapping file (TOML or JSON) with any of the keys "
-                          "question, label, id, user, task, train_split, test_split, test_fraction, seed; an "
+                          "question, label, id, user, task, train_split, test_split, test_fraction, seed, order; an "
                           "option given beside it wins")
     imported.add_argument("--out", help="data folder (default: $CRITIQUE_DATA_DIR or ~/.cache/critique/datasets)")
     imported.set_defaults(func=_import)
@@ -162,6 +168,7 @@ def _cut(text: str, width: int) -> str:
 def _import(args) -> int:
     from critique.base.command import command
     from critique.datasets import hub, preset
+    from critique.datasets.columns import Columns
     from critique.datasets.registry import data_dir
 
     said = shlex.join(command() or [])
@@ -172,14 +179,14 @@ def _import(args) -> int:
             raise UserError(f"{args.source}: a preset names its own columns and splits; {', '.join(named)} "
                             f"go with hf: sources")
         dataset = preset.import_preset(args.source, data_dir(args.out), args.local, said, task=args.task,
-                                       test_fraction=args.test_fraction, seed=args.seed)
+                                       test_fraction=args.test_fraction, seed=args.seed, order=args.order)
     elif args.local is not None:
         raise UserError(f"--from goes with a preset (preset:NAME[:CONFIG]); for a local file give hf:{args.local}")
     elif hub.is_hub(args.source):
-        columns = hub.Columns.from_file(args.columns) if args.columns else hub.Columns()
+        columns = Columns.from_file(args.columns) if args.columns else Columns()
         columns = columns.given(question=args.question, label=args.label, id=args.id, user=args.user,
                                 task=args.task, train_split=args.train_split, test_split=args.test_split,
-                                test_fraction=args.test_fraction, seed=args.seed)
+                                test_fraction=args.test_fraction, seed=args.seed, order=args.order)
         dataset = hub.import_dataset(args.source, data_dir(args.out) / hub.folder_name(args.source), columns,
                                      command=said)
     else:

@@ -22,10 +22,11 @@ import json
 import random
 import shlex
 import sys
-import tomllib
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 
+from critique.datasets.columns import Columns
+from critique.datasets.order import ordered
 from critique.datasets.splits import (CARD, Dataset, DatasetCard, DatasetError, Item, check_user, load_dataset,
                                       read_text, write_dataset)
 
@@ -34,45 +35,6 @@ QUESTION_COLUMNS = ("question", "text", "sentence", "input", "prompt")
 LABEL_COLUMNS = ("label", "answer", "output", "labels")
 TEST_SPLITS = ("test", "validation")
 DATA_FILES = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json"}
-
-
-@dataclass(frozen=True)
-class Columns:
-    """Which column is what, and how the splits are made. None: found by its usual names."""
-
-    question: str | None = None
-    label: str | None = None
-    id: str | None = None
-    user: str | None = None
-    task: str | None = None
-    train_split: str | None = None
-    test_split: str | None = None
-    test_fraction: float = 0.5
-    seed: int = 0
-
-    @classmethod
-    def from_file(cls, path: str | Path) -> "Columns":
-        """A mapping file: TOML (`question = "text"`) or JSON (`{"question": "text"}`), keys as the fields."""
-        path = Path(path)
-        text = path.read_text(encoding="utf-8")
-        try:
-            record = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise DatasetError(f"{path}: not a valid mapping file ({exc})") from None
-        return cls.from_record(record, str(path))
-
-    @classmethod
-    def from_record(cls, record: dict, where: str) -> "Columns":
-        """The columns a mapping names (`where`: the file, for the error), every key one of the fields."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(record) - known)
-        if unknown:
-            raise DatasetError(f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-        return cls(**record)
-
-    def given(self, **values) -> "Columns":
-        """These columns with the values that are not None put in."""
-        return replace(self, **{k: v for k, v in values.items() if v is not None})
 
 
 def is_hub(source: str) -> bool:
@@ -261,6 +223,7 @@ def _import(source: str, out: Path, columns: Columns, command: str, found: dict,
     columns = _columns_found(source, first.column_names, columns)
     space, to_label = _answer_space(source, splits, columns.label)
     train, test, made = _train_test(source, splits, columns, to_label)
+    train, test = ordered(train, columns.order, columns.seed), ordered(test, columns.order, columns.seed)
     asked = {(item.user, item.question) for item in train}
     kept = [item for item in test if (item.user, item.question) not in asked]
     card = DatasetCard(
@@ -271,7 +234,7 @@ def _import(source: str, out: Path, columns: Columns, command: str, found: dict,
         description=(first.info.description or "").strip(),
         extra={"hub": {"origin": found, "columns": {f.name: getattr(columns, f.name) for f in fields(columns)},
                        "splits": made or {"train": columns.train_split, "test": columns.test_split}},
-               "summary": _summary(train, kept, len(test) - len(kept), made)})
+               "summary": _summary(train, kept, len(test) - len(kept), made, columns.order, columns.seed)})
     given = dict(given or {})
     extra = {**card.extra, **given.pop("extra", {}), "summary": card.extra["summary"] + given.pop("summary", [])}
     return write_dataset(out, replace(card, **given, extra=extra), train, kept)
@@ -388,8 +351,10 @@ def _default_task(question: str, space: list[str]) -> str:
     return f"Read the {question} and answer with its label, one of: {', '.join(space)}."
 
 
-def _summary(train: list[Item], test: list[Item], dropped: int, made) -> list[str]:
+def _summary(train: list[Item], test: list[Item], dropped: int, made, order: str, seed: int) -> list[str]:
     lines = [f"{len(train)} train / {len(test)} test items"]
+    if order != "source":
+        lines.append(f"each split {order} by label with seed {seed}: its first N items cover min(N, labels) labels")
     if made:
         lines.append(f"split with seed {made['seed']}: a fraction {made['test_fraction']} of the rows is test")
     if dropped:

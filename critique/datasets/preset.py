@@ -22,6 +22,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
 from critique.datasets import hub
+from critique.datasets.columns import Columns
 from critique.datasets.splits import CARD, Dataset, DatasetError, load_dataset
 
 PREFIX = "preset:"
@@ -43,7 +44,7 @@ class Preset:
     citation: str
     schema: str  # where the set's schema was read from
     task: str
-    columns: hub.Columns
+    columns: Columns
     configs: tuple[str, ...] = ()
     default: str | None = None
     refused: dict = field(default_factory=dict)
@@ -122,7 +123,7 @@ def load(name: str) -> Preset:
         raise DatasetError(f"{path}: unknown key(s) {unknown}, missing key(s) {missing}")
     if record["name"] != name:
         raise DatasetError(f"{path}: name is {record['name']!r}, not {name!r} as the file is named")
-    record["columns"] = hub.Columns.from_record(record["columns"], f"{path} [columns]")
+    record["columns"] = Columns.from_record(record["columns"], f"{path} [columns]")
     record["configs"] = tuple(record.get("configs", ()))
     preset = Preset(**record)
     if preset.config_as not in CONFIG_AS or preset.layout not in LAYOUTS:

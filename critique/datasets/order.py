@@ -1,0 +1,52 @@
+"""The order of a split's items, which decides what ``--limit N`` keeps: its first N items.
+
+A public set is often stored sorted by label (BANKING77's first 100 test rows hold 3 of its 77 intents), so its
+first items are no sample of it. ``interleaved`` orders a split so that every prefix is one: within each user
+(preference data keeps its users in their order), each label's items in a seeded shuffle, then one item of
+each label in turn (labels in sorted order), so the first N items cover min(N, labels) labels and keep about the
+split's label shares. An import asks for it with ``--order interleaved`` (a preset's ``order``); its card
+records the order. ``coverage`` says how many labels a limited split still holds, for the run's warning.
+"""
+
+from __future__ import annotations
+
+import random
+
+ORDERS = ("source", "interleaved")  # the rows' order as the source gives them; interleaved by label (seeded)
+
+
+def interleaved(items: list, seed: int) -> list:
+    """``items`` in the interleaved order (see the module's doc), the same for the same items and seed."""
+    out = []
+    for user in dict.fromkeys(item.user for item in items):
+        by_label: dict[str, list] = {}
+        for item in items:
+            if item.user == user:
+                by_label.setdefault(item.answer, []).append(item)
+        queues = []
+        for label in sorted(by_label):
+            mine = list(by_label[label])
+            random.Random(f"{seed}:{user}:{label}").shuffle(mine)
+            queues.append(mine)
+        for turn in range(max(len(queue) for queue in queues)):
+            out.extend(queue[turn] for queue in queues if turn < len(queue))
+    return out
+
+
+def ordered(items: list, order: str, seed: int) -> list:
+    """``items`` in ``order`` (one of ORDERS)."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+    return interleaved(items, seed) if order == "interleaved" else list(items)
+
+
+def labels_of(items: list) -> set:
+    """The gold labels ``items`` hold."""
+    return {item.answer for item in items}
+
+
+def narrowed(kept: list, whole: list) -> tuple[int, int] | None:
+    """(labels ``kept`` holds, labels ``whole`` holds) when a limit left fewer labels than it could have kept
+    (min(items kept, labels of the whole split)); None when it kept as many as it could."""
+    have, could = len(labels_of(kept)), min(len(kept), len(labels_of(whole)))
+    return (have, len(labels_of(whole))) if have < could else None

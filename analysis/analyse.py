@@ -25,7 +25,7 @@ def _user_error(message: str) -> Exception:
 
 
 def _logs_heading(logs) -> str:
-    from critique.analysis.read import model_label, plain
+    from critique.analysis.reading.read import model_label, plain
 
     runs = logs.runs
     points = {(model_label(r), r["dataset"]) for r in runs if plain(r)}
@@ -38,9 +38,9 @@ def _logs_heading(logs) -> str:
 
 def _tested(runs: list[dict]) -> bool:
     """Whether a table of these runs may test something: Table 2 and the claims test the gains of plain runs (no
-    probe, no ablation), with Student's t from scipy (analysis.stats' helper process, started only then); no other
+    probe, no ablation), with Student's t from scipy (analysis.stats.core's helper process, started only then); no other
     table of `critique tables` uses scipy."""
-    from critique.analysis.read import plain
+    from critique.analysis.reading.read import plain
 
     return any(map(plain, runs))
 
@@ -53,15 +53,15 @@ def analyse(args) -> Analysis:
                           "CSV files (see `critique tables -h`)")
     if getattr(args, "inference", False) and not args.runs:
         raise _user_error("--inference needs run directories (item-level data); per-cell CSV numbers have none")
-    from critique.analysis import stats
+    from critique.analysis.stats import core as stats
 
     found = ahead = None
     if args.runs:
-        from critique.analysis import read
+        from critique.analysis.reading import read
 
         found = read.found(args.runs, args.allow_mixed)
         if getattr(args, "inference", False):  # the helper works out the item-level tables meanwhile
-            from critique.analysis import items
+            from critique.analysis.study import items
 
             ahead = (items.compute, (found[0],))
     if ahead is not None or any(csvs.values()) or (found is not None and _tested(found[0])):
@@ -69,7 +69,7 @@ def analyse(args) -> Analysis:
     pending = None
     if args.runs:  # start reading the logs first: workers read while scipy loads in the helper
         pending = read.start(args.runs, allow_mixed=args.allow_mixed, workers=args.workers, found_=found)
-    from critique.analysis import cells as cells_mod, csv_input, tables
+    from critique.analysis.study import cells as cells_mod, csv_input, tables
 
     problems: list[str] = []
     errors: list[str] = []
@@ -83,7 +83,7 @@ def analyse(args) -> Analysis:
             raise _user_error("no usable CSV input: " + "; ".join(errors or ["every table is empty"]))
         heading = "From per-cell CSV numbers: " + ", ".join(f"{k} = {v}" for k, v in csvs.items() if v) + "."
         return Analysis(csv_result, heading, inputs, problems=problems, errors=errors)
-    from critique.analysis.load import wait
+    from critique.analysis.reading.load import wait
 
     logs = wait(pending)
     problems.extend(logs.problems)
@@ -92,16 +92,16 @@ def analyse(args) -> Analysis:
         raise _user_error("no readable run directory among the inputs: " + "; ".join(errors or logs.problems))
     cells = cells_mod.from_logs(logs)
     result = tables.build(cells)
-    from critique.analysis import answers
+    from critique.analysis.study import answers
 
     problems.extend(answers.warnings(answers.rows(cells)))  # a strategy that gave one answer to all
-    from critique.analysis import echo
+    from critique.analysis.memory import echo
 
     result.tables.extend(echo.tables(logs.runs, cells, problems))  # per run: its memory and predictions
-    from critique.analysis import gate
+    from critique.analysis.memory import gate
 
     result.tables.append(gate.table(logs.runs, problems))  # the retrieval gate's sweep (critique ablate gate)
-    from critique.analysis import credit, deinflate, overturn
+    from critique.analysis.memory import credit, deinflate, overturn
 
     result.tables.extend(credit.tables(logs.runs, problems))  # critique credit's runs and their pruning runs
 
@@ -110,18 +110,18 @@ def analyse(args) -> Analysis:
     if any(m.get("probe") == "overturn" for m in logs.runs):  # critique probe overturn
         result.tables.append(overturn.table(logs.runs, problems))
     if any(m.get("probe") == "stream" for m in logs.runs):  # critique stream: the online tables
-        from critique.analysis import online
+        from critique.analysis.memory import online
 
         result.tables.extend(online.tables([m for m in logs.runs if m.get("probe") == "stream"], problems))
-    from critique.analysis import methods
+    from critique.analysis.field import methods
 
     result.tables.extend(methods.tables(logs.runs, problems))  # the field's methods beside ours
-    from critique.analysis.read import describe
+    from critique.analysis.reading.read import describe
 
     inputs["experiments"] = describe(logs.runs)
     analysis = Analysis(result, _logs_heading(logs), inputs, problems=problems, errors=errors)
     if getattr(args, "inference", False):
-        from critique.analysis import items
+        from critique.analysis.study import items
 
         try:
             data = stats.call(items.finish, items.table2_p(result), items.c4_points(cells, result))

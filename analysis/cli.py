@@ -2,7 +2,7 @@
 
 Importing this module is cheap (argparse only): `critique` imports it for every command.
 The tables need neither pandas nor numpy; scipy is loaded only when a table is asked for, in a
-helper process (see analysis.stats), and matplotlib only for the report.
+helper process (see analysis.stats.core), and matplotlib only for the report.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def register(sub) -> None:
     add_inputs(report)
     report.add_argument("-o", "--output", metavar="FILE", default="report.html", help="(default: report.html)")
     report.set_defaults(func=run_report)
-    from critique.analysis import audit, export, plan
+    from critique.analysis import export, plan
+    from critique.analysis.memory import audit
 
     export.register(sub)
     audit.register(sub)
@@ -84,7 +85,8 @@ def write(text: str, output: str | None) -> None:
 
 
 def run_tables(args) -> int:
-    from critique.analysis import render, stats
+    from critique.analysis.stats import core as stats
+    from critique.analysis.study import render
 
     try:
         analysis = analyse(args)
@@ -106,7 +108,8 @@ def run_tables(args) -> int:
 
 
 def run_report(args) -> int:
-    from critique.analysis import report, stats
+    from critique.analysis.stats import core as stats
+    from critique.analysis.study import report
 
     try:
         analysis = analyse(args)

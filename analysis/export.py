@@ -1,5 +1,5 @@
 """`critique export RUN_DIR... --to OUT/ [--format csv|parquet]`: the records of run directories as
-tables (analysis.frames): predictions, calls and memory, one file each, one row per logged
+tables (analysis.reading.frames): predictions, calls and memory, one file each, one row per logged
 record. The calls table, which holds every prompt and reply, is written to CSV a part at a time
 (`Logs.call_chunks`), so its size in memory does not grow with the logs.
 
@@ -123,7 +123,7 @@ def run_export(args) -> int:
         except ImportError:
             raise _user_error("--format parquet needs pyarrow, which is not installed (pip install pyarrow), "
                               "or use --format csv") from None
-    from critique.analysis import frames
+    from critique.analysis.reading import frames
 
     logs = frames.load(args.runs, allow_mixed=args.allow_mixed, learners=True)  # a fit's records too
     if not logs.metas:

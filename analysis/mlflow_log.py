@@ -34,7 +34,7 @@ import time
 from argparse import Namespace
 from pathlib import Path
 
-from critique.analysis import logs
+from critique.analysis.reading import logs
 from critique.base import rundir
 from critique.base.config import IDENTITY, manifest_value
 from critique.base.distribution import install
@@ -73,7 +73,7 @@ def log_runs(paths: list, tracking_uri: str | None = None, extra: dict | None = 
         from mlflow.tracking import MlflowClient
     except ImportError:
         raise UserError(f"--mlflow needs MLflow: {install('mlflow')}") from None
-    from critique.analysis.read import find_runs
+    from critique.analysis.reading.read import find_runs
 
     errors: list[str] = []
     found = find_runs([str(p) for p in paths], errors)
@@ -246,7 +246,7 @@ def prediction_metrics(run_dir: Path) -> dict[str, float]:
 def metrics_of(analysis) -> dict[str, float]:
     """Every number of the tables an analysis (of one run directory) fills, and the headline claims, by metric
     name."""
-    from critique.analysis import render
+    from critique.analysis.study import render
 
     out = render.as_dict(analysis.result)
     metrics: dict[str, float] = {}
@@ -287,7 +287,8 @@ def metric_name(text: str) -> str:
 
 def _analysis(run_dir: Path):
     """The tables of one run directory, or None when it fills none (a Learner's folder: no study run)."""
-    from critique.analysis import analyse, stats
+    from critique.analysis import analyse
+    from critique.analysis.stats import core as stats
     from critique.base.errors import UserError
 
     args = Namespace(runs=[str(run_dir)], results=None, suggestibility=None, costs=None, allow_mixed=False,
@@ -301,7 +302,7 @@ def _analysis(run_dir: Path):
 
 
 def _log_artifacts(client, run_id: str, run_dir: Path, analysis) -> None:
-    from critique.analysis import report
+    from critique.analysis.study import report
 
     client.log_artifact(run_id, str(run_dir / rundir.MANIFEST))
     if (run_dir / "memory").is_dir():

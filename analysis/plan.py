@@ -1,6 +1,6 @@
 """`critique plan`: before a run, how many paired test items a difference in accuracy needs, and what they cost.
 
-The items are analysis.stats.items_needed's: the two-sided McNemar test the tables print, at 80% power and alpha
+The items are analysis.stats.core.items_needed's: the two-sided McNemar test the tables print, at 80% power and alpha
 0.05, for a given discordance (the share of the items one strategy answers right and the other wrong). The
 discordance is assumed (``--discordance``) or read from a pilot run directory (a `critique run --limit N`): each
 strategy's against zero_shot, as `critique run` prints it. A pilot also gives the cost: its logged calls, and their
@@ -47,7 +47,7 @@ class Pilot:
 
 def read_pilot(run: str) -> Pilot:
     """The pilot's test items (its manifest's), its logged calls and what their tokens cost at its price."""
-    from critique.analysis import logs, prices
+    from critique.analysis.reading import logs, prices
 
     test_items = int((logs.manifest(run).get("dataset") or {}).get("n_test") or 0)
     tokens = logs.rows(run, logs.CALLS, ("prompt_tokens", "completion_tokens"))
@@ -69,7 +69,7 @@ def _checked(args) -> None:
 def _line(head: str, detect: float, discordance: float, pilot: Pilot | None) -> str:
     """One answer: the items a ``detect``-point difference needs at ``discordance`` (or why there is no such
     number), and with a pilot what they would cost."""
-    from critique.analysis.stats import items_needed
+    from critique.analysis.stats.core import items_needed
 
     items = items_needed(detect, discordance)
     if items is None:
@@ -81,8 +81,8 @@ def _line(head: str, detect: float, discordance: float, pilot: Pilot | None) -> 
 
 def _pilot_lines(args) -> list[str]:
     """Per strategy against zero_shot in the pilot (or once, at --discordance): the items needed and their cost."""
-    from critique.analysis.load import load
-    from critique.analysis.run_table import zero_shot_pairs
+    from critique.analysis.reading.load import load
+    from critique.analysis.study.run_table import zero_shot_pairs
 
     pilot = read_pilot(args.run)
     if args.discordance is not None:
@@ -101,7 +101,7 @@ def _pilot_lines(args) -> list[str]:
 
 
 def main(args) -> int:
-    from critique.analysis.stats import ALPHA, POWER
+    from critique.analysis.stats.core import ALPHA, POWER
 
     _checked(args)
     print(f"A {args.detect:g}-point difference in accuracy, found by the two-sided McNemar test at {POWER:.0%} power "

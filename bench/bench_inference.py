@@ -1,4 +1,4 @@
-"""How long the item-level statistics (`critique.analysis.inference`) take at the study's scale.
+"""How long the item-level statistics (`critique.analysis.stats.inference`) take at the study's scale.
 
 Builds a seeded synthetic prediction frame in memory (6 models x 7 datasets: 3 datasets of
 250 test items without users, 4 preference datasets of 10 users x 25 test items; 5 strategies;
@@ -111,14 +111,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     start = time.perf_counter()
-    from critique.analysis import inference
+    from critique.analysis.stats import inference
     import_seconds = time.perf_counter() - start
 
     print(f"machine: {platform.processor() or platform.machine()}, {cores()} cores available "
           f"({os.cpu_count()} on the machine), Python {platform.python_version()}, "
           f"numpy {np.__version__}, pandas {pd.__version__}")
     print(f"command: {Path(sys.executable).name} {' '.join([str(Path(sys.argv[0])), *sys.argv[1:]])}")
-    print(f"import critique.analysis.inference (numpy, pandas, scipy, statsmodels): {import_seconds:.2f} s (once)")
+    print(f"import critique.analysis.stats.inference (numpy, pandas, scipy, statsmodels): "
+          f"{import_seconds:.2f} s (once)")
     for scale in args.scales:
         frame = synthetic(args.seed, scale=scale)
         repeats = pd.concat([synthetic(args.seed + r, models=MODELS[:1], repeat=r, scale=scale) for r in range(3)],

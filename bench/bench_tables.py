@@ -8,7 +8,7 @@ the three non-preference datasets; prompts and responses of realistic length), t
 includes interpreter start-up, imports, reading every log, and printing the markdown --
 limited to 2 cores, in turns with bench/table1_pandas.py (Table 1 alone, with pandas and
 pyarrow, from the same folder): once with its cache of counts emptied before each run (every
-log read) and once with it filled by an earlier run (analysis/count_cache.py). Prints the
+log read) and once with it filled by an earlier run (analysis/reading/count_cache.py). Prints the
 machine, the commands, the wall-clock and CPU times, and the ratios of the medians
 (critique tables / pandas).
 
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PANDAS = ROOT / "bench" / "table1_pandas.py"
 READS = {"cache empty": "reading every log",
-         "cache filled": "the counts kept from an earlier run (analysis/count_cache.py)"}
+         "cache filled": "the counts kept from an earlier run (analysis/reading/count_cache.py)"}
 sys.path.insert(0, str(ROOT))
 
 from critique.analysis.synthetic import generate_study  # noqa: E402
@@ -151,14 +151,15 @@ def summary(times: list) -> str:
 def breakdown(runs: list[Path]) -> str:
     """Where the time goes, phase by phase, in this process (wall seconds)."""
     marks = [("start", time.perf_counter())]
-    from critique.analysis import read, stats
+    from critique.analysis.reading import read
+    from critique.analysis.stats import core as stats
 
     stats.start_helper()
     try:
         pending = read.start([str(r) for r in runs])
         marks.append(("start stats helper + manifests + read logs (or start readers)", time.perf_counter()))
-        from critique.analysis import cells, render, tables
-        from critique.analysis.load import wait
+        from critique.analysis.study import cells, render, tables
+        from critique.analysis.reading.load import wait
 
         logs = wait(pending)
         marks.append(("wait for readers + merge", time.perf_counter()))

@@ -53,7 +53,7 @@ class Evaluation:
 
 def evaluation(strategy: str, records: list[dict]) -> Evaluation:
     """The score of ``strategy`` from its test records."""
-    from critique.analysis.stats import wilson
+    from critique.analysis.stats.core import wilson
 
     correct = sum(r.get("correct") is True for r in records)
     low, high = wilson(correct, len(records))

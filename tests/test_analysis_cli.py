@@ -169,9 +169,9 @@ def test_a_report_shows_what_it_can_fill_first_and_each_thing_it_cannot_in_one_l
 
 
 def test_the_accuracy_plot_holds_every_bar_and_its_legend_stays_off_the_bars():
-    from critique.analysis import report
-    from critique.analysis.tables import Result
-    from critique.analysis.tabular import Table
+    from critique.analysis.study import report
+    from critique.analysis.study.tables import Result
+    from critique.analysis.study.tabular import Table
 
     rows = [{"model": "m", "dataset": d, "strategy": s, "accuracy": a, "n": 10, "errors": 0}
             for d, values in (("d1", (25.2, 25.2)), ("d2", (50.4, 52.4))) for s, a in zip(("zero_shot", "EP_CRIT"),
@@ -221,7 +221,7 @@ def test_inference_keeps_this_process_light_and_has_the_documented_keys(study_di
             "if m in sys.modules]); sys.exit(rc)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "LOADED []" in done.stdout  # pandas and statsmodels work in the helper process (analysis.stats)
+    assert "LOADED []" in done.stdout  # pandas and statsmodels work in the helper process (analysis.stats.core)
     data = json.loads(done.stdout[:done.stdout.rindex("LOADED")])
     assert {"paired", "pooled", "table2_holm", "repeat_spread"} <= set(data["inference"])
     assert set(data["inference"]["paired"][0]) >= {

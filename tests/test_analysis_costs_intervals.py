@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from critique.analysis import cells, csv_input, defaults, intervals, render, synthetic, tables
-from critique.analysis.load import load
-from critique.analysis.read import describe
+from critique.analysis import synthetic
+from critique.analysis.study import cells, csv_input, defaults, intervals, render, tables
+from critique.analysis.reading.load import load
+from critique.analysis.reading.read import describe
 from test_analysis_helpers import build_study
 
 

@@ -1,4 +1,4 @@
-"""Run directories as DataFrames (analysis.frames) and `critique export`: one row per logged record,
+"""Run directories as DataFrames (analysis.reading.frames) and `critique export`: one row per logged record,
 the experiment of each record, the question joined in, secrets never written."""
 
 import json
@@ -6,7 +6,8 @@ import json
 import pandas as pd
 import pytest
 
-from critique.analysis import frames, synthetic
+from critique.analysis import synthetic
+from critique.analysis.reading import frames
 from critique.analysis.__main__ import main
 from critique.base import rundir
 from critique.experiments import probes  # noqa: F401  (declares the consistency probe's fields)
@@ -100,8 +101,9 @@ def test_inference_in_the_helper_equals_inference_here(tmp_path, capsys):
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from test_analysis_helpers import build_study
 
-    from critique.analysis import cells, items, read, tables
-    from critique.analysis.load import load
+    from critique.analysis.reading import read
+    from critique.analysis.study import cells, items, tables
+    from critique.analysis.reading.load import load
 
     build_study(tmp_path / "runs")
     assert main(["tables", str(tmp_path / "runs"), "--inference", "--format", "json"]) == 0
@@ -116,8 +118,8 @@ def test_inference_in_the_helper_equals_inference_here(tmp_path, capsys):
 
 
 def test_repeat_spread_over_seeds_and_consistency_repeats(tmp_path):
-    from critique.analysis import cells, items, tables
-    from critique.analysis.load import load
+    from critique.analysis.study import cells, items, tables
+    from critique.analysis.reading.load import load
 
     for seed, right in ((0, 3), (1, 1)):  # 75% and 25% on four items
         head = synthetic.manifest("m", "d", run_id=f"s{seed}")

@@ -2,7 +2,7 @@
 
 import json
 
-from critique.analysis.jsonl import scan
+from critique.analysis.reading.jsonl import scan
 
 FIELDS = ("stage", "strategy", "user", "completion_tokens", "correct", "score")
 
@@ -160,7 +160,7 @@ def test_where_reads_only_the_chosen_lines_and_still_reports_a_cut_one(tmp_path)
 
 
 def test_short_records_are_parsed_at_once_unless_a_line_is_odd(tmp_path):
-    from critique.analysis.jsonl import _whole
+    from critique.analysis.reading.jsonl import _whole
 
     records = tricky_records() * 2
     data = write(tmp_path / "p.jsonl", records).read_bytes()

@@ -1,5 +1,5 @@
-"""The one reader of run directories (analysis.logs): what it reads is what the writer writes, the latest
-record per item, only the fields asked for; the counts kept between runs (analysis.count_cache) are used for
+"""The one reader of run directories (analysis.reading.logs): what it reads is what the writer writes, the latest
+record per item, only the fields asked for; the counts kept between runs (analysis.reading.count_cache) are used for
 the same logs only; and `critique run`'s rows and the ablation summaries are Table 1's cells."""
 
 import os
@@ -7,7 +7,10 @@ import time
 
 import pytest
 
-from critique.analysis import count_cache, credit, frames, logs, read, run_table, synthetic
+from critique.analysis import synthetic
+from critique.analysis.memory import credit
+from critique.analysis.reading import count_cache, frames, logs, read
+from critique.analysis.study import run_table
 from critique.base import records, rundir
 from critique.engine import scores
 from critique.experiments import overturn as _overturn, probes as _probes, verify as _verify  # noqa: F401 - they declare

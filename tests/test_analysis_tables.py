@@ -4,8 +4,9 @@ import math
 
 import pytest
 
-from critique.analysis import cells, intervals, synthetic, tables
-from critique.analysis.load import load
+from critique.analysis import synthetic
+from critique.analysis.study import cells, intervals, tables
+from critique.analysis.reading.load import load
 from test_analysis_helpers import ACCURACY, build_study
 
 T_975_DF3 = 3.182446305284263  # Student's t, 97.5% quantile, 3 degrees of freedom

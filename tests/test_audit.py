@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from critique.analysis import audit, synthetic
+from critique.analysis import synthetic
+from critique.analysis.memory import audit
 from critique.analysis.__main__ import main
 from critique.base import rundir
 from critique.datasets.splits import dataset_checksum

@@ -9,7 +9,7 @@ import json
 import logging
 from pathlib import Path
 
-from critique.analysis import run_table
+from critique.analysis.study import run_table
 from critique.cli import main
 from critique.engine.field import dspy_program
 from critique.engine.field.dspy_lm import STOPPED, StageStopped

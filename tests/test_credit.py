@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from critique.analysis import credit as analysis
+from critique.analysis.memory import credit as analysis
 from critique.base import rundir
 from critique.base.cost import PREFIX
 from critique.cli import main

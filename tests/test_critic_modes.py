@@ -352,7 +352,7 @@ def test_verify_reorder_checks_each_entry_without_its_label(home, fake_llm, caps
     # the logs moved together: the verify run still finds the run it checked
     import shutil
 
-    from critique.analysis import echo
+    from critique.analysis.memory import echo
 
     moved = home / "moved"
     shutil.copytree(source, moved / "self")

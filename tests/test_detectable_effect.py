@@ -1,6 +1,6 @@
-"""Every paired test says what it could have seen: its minimum detectable effect at 80% power (analysis.stats.
+"""Every paired test says what it could have seen: its minimum detectable effect at 80% power (analysis.stats.core.
 detectable_effect, beside each McNemar p in the tables and in `critique run`'s lines), and `critique plan` says how
-many paired items a difference needs (analysis.stats.items_needed) and, from a pilot run, what they would cost."""
+many paired items a difference needs (analysis.stats.core.items_needed) and, from a pilot run, what they would cost."""
 
 import math
 
@@ -10,7 +10,7 @@ from scipy import stats as scipy_stats
 from statsmodels.stats.power import normal_sample_size_one_tail
 
 from critique.analysis import synthetic
-from critique.analysis.stats import ALPHA, POWER, detectable_effect, items_needed
+from critique.analysis.stats.core import ALPHA, POWER, detectable_effect, items_needed
 from critique.base.price import Price
 from critique.cli import main
 
@@ -94,7 +94,7 @@ def frame(wins: int, losses: int, n: int):
 
 
 def test_each_paired_row_has_its_detectable_effect():
-    from critique.analysis import inference
+    from critique.analysis.stats import inference
 
     rows = inference.records(inference.paired(frame(20, 12, 200), pairs=inference.CONTROL_PAIRS, resamples=50))
     row, = rows
@@ -105,7 +105,8 @@ def test_each_paired_row_has_its_detectable_effect():
 
 
 def test_the_methods_and_online_comparisons_carry_it_too():
-    from critique.analysis import methods, online
+    from critique.analysis.field import methods
+    from critique.analysis.memory import online
 
     mine = {f"t{i}": {"correct": i < 30} for i in range(100)}
     theirs = {f"t{i}": {"correct": 10 <= i < 40} for i in range(100)}
@@ -129,7 +130,7 @@ def plain_run(path, right, n=25, price=None):
 
 
 def test_the_run_table_says_what_each_test_could_have_seen(tmp_path, capsys):
-    from critique.analysis.run_table import print_table
+    from critique.analysis.study.run_table import print_table
 
     print_table(plain_run(tmp_path / "pos", right=(2, 20, 2, 7, 2)))
     out = capsys.readouterr().out

@@ -143,7 +143,7 @@ def test_a_learners_cap_holds_over_its_calls_and_stops_it_cleanly(home, fake_llm
 
 
 def test_dollars_are_shown_to_the_fraction_of_a_cent():
-    from critique.analysis.render import cell
+    from critique.analysis.study.render import cell
 
     assert cell("dollars", 0.01234) == "0.0123" and cell("offline_dollars", 1234.5) == "1,234.5000"
     assert cell("dollars_per_question", 0.000123) == "0.000123"

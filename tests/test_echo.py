@@ -1,4 +1,4 @@
-"""The Echo-Gap tables (critique.analysis.echo) on hand-made run directories whose numbers are worked out by
+"""The Echo-Gap tables (critique.analysis.memory.echo) on hand-made run directories whose numbers are worked out by
 hand, and on a run whose scripted self critic always calls the answer right."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from critique.analysis import echo, echo_stats, synthetic
-from critique.analysis.stats import wilson
+from critique.analysis import synthetic
+from critique.analysis.memory import echo, echo_stats
+from critique.analysis.stats.core import wilson
 from critique.analysis.__main__ import main as analysis_main
 from critique.base import rundir
 from critique.experiments import verify  # noqa: F401  (declares a verifier's fields)
@@ -252,7 +253,7 @@ def test_a_verifier_that_copies_the_stored_verdict_echoes_it(tmp_path, capsys):
 
 
 def test_one_reuse_for_the_audit_and_the_echo_table_named_in_each(tmp_path, capsys):
-    from critique.analysis import audit
+    from critique.analysis.memory import audit
 
     run = single_run(tmp_path)
     row = one_row(tables_json([run], capsys))

@@ -9,7 +9,7 @@ import pytest
 
 from critique.analysis import synthetic
 from critique.analysis.__main__ import main as analysis_main
-from critique.analysis.tabular import skip
+from critique.analysis.study.tabular import skip
 
 STRATEGIES = ["zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"]
 
@@ -47,7 +47,7 @@ def cells_of(accuracy, labels):
 
 
 def test_every_skip_message_names_the_condition_that_caused_it():
-    from critique.analysis import claims
+    from critique.analysis.study import claims
 
     gold, self_ = "m [critic=gold]", "m [critic=self]"
     accuracy = [row(gold, "d", "zero_shot", 50.0),  # gold: a baseline, no critique strategy
@@ -68,7 +68,7 @@ def test_every_skip_message_names_the_condition_that_caused_it():
 
 
 def test_table2_and_the_claims_are_computed_per_critic_condition_the_gold_one_first():
-    from critique.analysis import claims
+    from critique.analysis.study import claims
 
     a_gold, a_self, b = "a [critic=gold]", "a [critic=self]", "b"
     accuracy = []
@@ -110,7 +110,7 @@ def test_an_all_error_experiment_is_left_out_of_every_pooled_figure_saying_so(tm
 
 
 def test_the_item_level_families_and_pooled_fits_are_one_per_critic_condition(tmp_path, capsys):
-    from critique.analysis.inference import holm
+    from critique.analysis.stats.inference import holm
 
     plain_run(tmp_path / "gold", critic="gold", right=(1, 1, 2, 2, 5), n=6)
     plain_run(tmp_path / "self", critic="self", right=(1, 1, 1, 2, 2), n=6)
@@ -141,8 +141,8 @@ def test_a_compact_run_among_paper_runs_is_kept_apart_not_dropped(tmp_path, caps
 
 
 def test_the_report_keeps_experiments_apart_and_its_legend_off_the_bars(tmp_path, capsys):
-    from critique.analysis import cells, report, tables as study_tables
-    from critique.analysis.load import load
+    from critique.analysis.study import cells, report, tables as study_tables
+    from critique.analysis.reading.load import load
 
     plain_run(tmp_path / "gold", critic="gold", right=(5, 5, 5, 5, 5))
     plain_run(tmp_path / "self", critic="self", right=(0, 0, 0, 0, 0))
@@ -190,7 +190,7 @@ def test_two_models_asked_in_two_layouts_are_two_experiments(tmp_path, capsys):
 
 
 def test_each_control_tests_the_label_memory_against_no_memory_item_by_item(tmp_path, capsys):
-    from critique.analysis.inference import mcnemar_exact
+    from critique.analysis.stats.inference import mcnemar_exact
 
     plain_run(tmp_path / "pos", dataset="control-pos", right=(2, 20, 20, 20, 20), n=25)
     plain_run(tmp_path / "neg", dataset="control-neg", right=(6, 6, 6, 6, 6), n=25)
@@ -205,8 +205,8 @@ def test_each_control_tests_the_label_memory_against_no_memory_item_by_item(tmp_
 
 
 def test_the_run_table_says_each_strategy_against_zero_shot_item_by_item(tmp_path, capsys):
-    from critique.analysis.inference import mcnemar_exact
-    from critique.analysis.run_table import print_table
+    from critique.analysis.stats.inference import mcnemar_exact
+    from critique.analysis.study.run_table import print_table
 
     plain_run(tmp_path / "pos", dataset="control-pos", right=(2, 20, 2, 2, 2), n=25)
     print_table(tmp_path / "pos")

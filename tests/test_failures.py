@@ -110,7 +110,7 @@ def test_an_empty_memory_is_said_and_answered_memory_free_and_a_rerun_makes_no_c
 
 
 def test_table2_leaves_out_a_strategy_whose_predictions_errored():
-    from critique.analysis.points import study_points
+    from critique.analysis.study.points import study_points
 
     rows = [{"model": "m", "dataset": "d", "strategy": "zero_shot", "accuracy": 0.0, "n": 10, "errors": 10},
             {"model": "m", "dataset": "d", "strategy": "EP+SEM_CRIT", "accuracy": 0.0, "n": 10, "errors": 10},

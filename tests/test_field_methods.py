@@ -148,7 +148,7 @@ def test_expel_operations_follow_the_reference_rules():
 
 
 def test_the_methods_table_compares_each_method_with_ours_item_by_item(home, fake_llm, tmp_path):
-    from critique.analysis.stats import holm, sign_test
+    from critique.analysis.stats.core import holm, sign_test
 
     out = home / "run"
     assert main(argv(out, "zero_shot,EP_LABEL,EP+SEM_CRIT,ace,dc,expel", "--train-budget", "3000")) == 0

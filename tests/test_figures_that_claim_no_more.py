@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from critique.analysis import audit, echo, echo_stats, online
+from critique.analysis.memory import audit, echo, echo_stats, online
 from critique.analysis.__main__ import main as analysis_main
 from test_audit import probe_run, single_run
 from test_echo import TRUTH, critic_run, verify_run

@@ -11,14 +11,17 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from critique.analysis import consistency, intervals, read, stats, synthetic, tally
-from critique.analysis.jsonl import scan
+from critique.analysis import synthetic
+from critique.analysis.reading import consistency, read, tally
+from critique.analysis.stats import core as stats
+from critique.analysis.study import intervals
+from critique.analysis.reading.jsonl import scan
 from critique.base import offline_totals, rundir
 from critique.cli import main
 
 
 def counted(path, totals, model="fake/model"):
-    """What analysis.read counts of a plain run: from the manifest's ``totals``, or (None) from its calls."""
+    """What analysis.reading.read counts of a plain run: from the manifest's ``totals``, or (None) from its calls."""
     return read.count(str(path), True, False, False, False, model, None, totals)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from critique.analysis import gate as gate_table
+from critique.analysis.memory import gate as gate_table
 from critique.analysis import synthetic
 from critique.base import rundir
 from critique.base.errors import UserError
@@ -228,7 +228,7 @@ def test_out_of_bounds_settings_are_refused(home, fake_llm, capsys, args, messag
 
 
 def test_the_audit_reads_the_logged_scores(home, fake_llm):
-    from critique.analysis import audit
+    from critique.analysis.memory import audit
 
     assert run(home / "plain") == 0
     result = audit.audit([str(home / "plain")])["audits"][0]
@@ -291,7 +291,7 @@ def test_the_gate_table_on_hand_made_runs(tmp_path):
     gate_run(tmp_path, 0.7, zero, [("t0", True, [], 0, None), ("t1", False, [], 0, None),
                                    ("t2", False, ["e1"], 40, None), ("t3", False, [], 0, None)])
     gate_run(tmp_path, 0.9, zero, [(f"t{n}", n == 0, [], 0, None) for n in range(4)])
-    from critique.analysis import read
+    from critique.analysis.reading import read
 
     problems = []
     metas = read.runs([str(tmp_path)], False, [], problems)
@@ -316,7 +316,7 @@ def test_the_gate_table_averages_users_and_says_what_it_lacks(tmp_path):
           ("a3", False, [], 0, "u1"), ("b0", True, ["e"], 30, "u2")]
     gate_run(tmp_path, 0.5, zero, ep, kind="preference")
     gate_run(tmp_path / "old", 0.6, zero, [(i, ok, ids, None, u) for i, ok, ids, _, u in ep], kind="preference")
-    from critique.analysis import read
+    from critique.analysis.reading import read
 
     problems = []
     table = gate_table.table(read.runs([str(tmp_path)], False, [], problems), problems)

@@ -4,9 +4,10 @@ results CSV with accuracies outside [0, 100]. Each is said, and nothing is count
 
 import json
 
-from critique.analysis import cells, synthetic, tables
+from critique.analysis import synthetic
+from critique.analysis.study import cells, tables
 from critique.analysis.__main__ import main
-from critique.analysis.load import load
+from critique.analysis.reading.load import load
 
 
 def answers(n, strategy="zero_shot", **extra):

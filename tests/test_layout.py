@@ -1,7 +1,8 @@
 """The package's layout: data flows one way (base -> datasets, llm -> engine -> runner ->
 experiments -> learner, cli; the analysis reads run directories through base alone), with
 no import cycle and no import from a lower layer to a higher one. Function-local imports
-count. Also: no module over 400 lines."""
+count. Inside the analysis its subpackages are layered the same way (reading, stats -> study ->
+field -> memory -> the commands at its top). Also: no module over 400 lines."""
 
 from __future__ import annotations
 
@@ -22,6 +23,16 @@ LAYERS = {
     "critique.learner": 5, "critique.cli": 5,  # the learner's online step is the stream experiment's
     "critique": 6,  # the package itself: its public names, loaded on first use
 }
+# The analysis' subpackages, by the same rule: the reader of run directories and the statistics first, then the
+# study's tables, the field's methods beside ours, the memory experiments' tables, and at the top the modules of
+# critique.analysis itself (its commands: cli, analyse, export, plan, mlflow_log; synthetic).
+ANALYSIS = {
+    "critique.analysis.reading": 0, "critique.analysis.stats": 0,
+    "critique.analysis.study": 1,
+    "critique.analysis.field": 2,
+    "critique.analysis.memory": 3,
+    "critique.analysis": 4,
+}
 MAX_LINES = 400
 
 
@@ -37,8 +48,8 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def layer(module: str) -> str:
-    return max((name for name in LAYERS if module == name or module.startswith(name + ".")), key=len)
+def layer(module: str, layers: dict[str, int] = LAYERS) -> str:
+    return max((name for name in layers if module == name or module.startswith(name + ".")), key=len)
 
 
 def imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
@@ -81,6 +92,21 @@ def test_no_import_goes_up_or_sideways():
     assert not wrong, "\n".join(sorted(wrong))
 
 
+def test_no_analysis_import_goes_up_or_sideways():
+    """The analysis' subpackages import only those of lower rank: no cycle between them, and none imports the
+    commands at the analysis' top."""
+    wrong = []
+    for module, targets in graph().items():
+        if layer(module) != "critique.analysis":
+            continue
+        mine = layer(module, ANALYSIS)
+        for target in targets:
+            theirs = layer(target, ANALYSIS) if layer(target) == "critique.analysis" else None
+            if theirs and theirs != mine and ANALYSIS[theirs] >= ANALYSIS[mine]:
+                wrong.append(f"{module} ({mine}) imports {target} ({theirs})")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
 def test_no_import_cycle():
     edges = graph()
     # a package's __init__ importing its own modules is how a package is made, not a cycle
@@ -110,6 +136,12 @@ def test_the_checks_see_a_bad_import(tmp_path, monkeypatch):
     bad.write_text("def f():\n    from critique.cli import main\n    return main\n")
     known = modules()
     assert "critique.cli" in imports("critique.base.bad", bad, known)
+    up = tmp_path / "up.py"
+    up.write_text("def f():\n    from critique.analysis.memory import echo\n    return echo\n")
+    found = imports("critique.analysis.reading.up", up, known)
+    assert "critique.analysis.memory.echo" in found
+    assert (layer("critique.analysis.reading.up", ANALYSIS), layer("critique.analysis.memory.echo", ANALYSIS)) == \
+        ("critique.analysis.reading", "critique.analysis.memory")  # rank 0 importing rank 3: caught
 
 
 @pytest.mark.parametrize("module", sorted(modules()))

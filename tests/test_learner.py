@@ -201,7 +201,7 @@ def test_fit_runs_a_field_methods_offline_stage_and_predict_answers_with_its_mem
     predictions = lr.predict(NEW, strategy="dc")
     assert [p.strategy for p in predictions] == ["dc"] * 3 and all(p.answer in SPACE for p in predictions)
     assert all(p.retrieved == [n["id"] for n in sheet] for p in predictions)  # the cheatsheet it learned
-    from critique.analysis import audit, audit_methods
+    from critique.analysis.memory import audit, audit_methods
 
     (dc,) = audit.audit([str(out)])["audits"][0]["methods"]  # its unlabeled predict prompts: neither right nor wrong
     assert (dc["method"], dc["prompts"], dc["labeled"], dc["right"]) == ("dc", 3, 0, 0)
@@ -232,7 +232,7 @@ def test_audit_reads_a_learners_folder_and_tables_says_why_it_has_no_table(home,
 
 
 def test_evaluate_scores_each_strategy_on_labeled_items_logged_like_a_test_stage(home, fake_llm):
-    from critique.analysis.stats import wilson
+    from critique.analysis.stats.core import wilson
 
     out = home / "run"
     lr = learner(out).fit(TRAIN)

@@ -1,14 +1,15 @@
 """The methods table says what a field method's memory holds and how many of its answers were cut: a memory that
 is empty, the prompt's own placeholder or the program the method started from is named so (read from the logs:
 where each note's text first occurs in the method's offline calls), and the test answers cut at the token limit
-(timeouts, one definition: analysis.tally.timed_out) stand beside its accuracy, with the losses they made."""
+(timeouts, one definition: analysis.reading.tally.timed_out) stand beside its accuracy, with the losses they made."""
 
 import json
 
 import pytest
 
-from critique.analysis import method_memory, synthetic
-from critique.analysis.method_memory import EMPTY, LEARNED, PLACEHOLDER, STARTING
+from critique.analysis import synthetic
+from critique.analysis.field import method_memory
+from critique.analysis.field.method_memory import EMPTY, LEARNED, PLACEHOLDER, STARTING
 from critique.base import records, rundir
 from shipped import ROOT, command_json
 

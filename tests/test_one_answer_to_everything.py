@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from critique.analysis import answers, count_cache, read, synthetic, tally
-from critique.analysis.run_table import print_table
+from critique.analysis import synthetic
+from critique.analysis.reading import count_cache, read, tally
+from critique.analysis.study import answers
+from critique.analysis.study.run_table import print_table
 from critique.cli import main
 
 LOGS = Path(__file__).resolve().parent.parent / "logs"
@@ -80,8 +82,8 @@ def test_a_model_that_learned_gets_no_warning_for_ep_label(capsys):
 
 def test_macro_f1_and_per_class_accuracy_are_sklearns():
     metrics = pytest.importorskip("sklearn.metrics")
-    from critique.analysis import cells
-    from critique.analysis.load import load
+    from critique.analysis.study import cells
+    from critique.analysis.reading.load import load
 
     found = {r["strategy"]: r for r in answers.rows(cells.from_logs(load([str(QWEN)], workers=1)))}
     for strategy, pairs in answers_of(QWEN).items():

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from critique.analysis import online, online_loop
+from critique.analysis.memory import online, online_loop
 
 
 def quadratic_root(e0, kappa, leniency, s):
@@ -139,8 +139,8 @@ def test_no_arm_is_named_highest_when_its_interval_overlaps_another():
 
 
 def test_the_stream_plot_shades_each_windows_interval():
-    from critique.analysis import report
-    from critique.analysis.tabular import Table
+    from critique.analysis.study import report
+    from critique.analysis.study.tabular import Table
 
     rows = [{"model": "m", "dataset": "d", "order": 0, "feedback": feedback, "start": "train", "demote": None,
              "conflicts": "append", "rank": "similarity", "window": w, "accuracy": 50.0, "ci_low": 20.0,

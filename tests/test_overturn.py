@@ -71,7 +71,7 @@ def test_the_true_note_wins_as_the_scripted_agent_says(home, fake_llm, monkeypat
 
 
 def test_rates_are_per_user_then_the_mean_over_users():
-    from critique.analysis.cells import over_users, percent_correct
+    from critique.analysis.study.cells import over_users, percent_correct
 
     records = [{"user": "u1", "correct": True}, {"user": "u1", "correct": False}, {"user": "u1", "correct": None},
                {"user": "u2", "correct": True}]

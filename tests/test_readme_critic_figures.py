@@ -2,7 +2,7 @@
 moved there) are the figures the shipped logs give: each test below rebuilds a quoted sentence from the JSON of
 `critique tables logs` (the echo, echo_accuracy, eia and deinflate tables), of `critique tables logs --inference`,
 of `critique audit logs --data datasets` (its entry rows: U, r, b, the reuse n, the generator's truth), or from
-the run directories through critique.analysis.logs (the calls a run made, its memory, its predictions), and
+the run directories through critique.analysis.reading.logs (the calls a run made, its memory, its predictions), and
 finds it in docs/results.md, so a change to the logs or to the analysis that moves a figure fails here until the
 page says the new one. Two tests read docs/experiments.md, where the commands are described: the noisy critic's
 share of flipped labels in its command line, and the Echo table's interval rules (the analysis' constants)."""
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from critique.analysis import echo, logs
-from critique.analysis.echo_stats import BOOTSTRAP, LEVEL, MAX_UNDEFINED, MIN_CARRIERS, MIN_VARYING, SEED
+from critique.analysis.memory import echo
+from critique.analysis.reading import logs
+from critique.analysis.memory.echo_stats import BOOTSTRAP, LEVEL, MAX_UNDEFINED, MIN_CARRIERS, MIN_VARYING, SEED
 from shipped import EXPERIMENTS, LOGS, listed, page, pct, results
 
 MODEL = "local_smollm2"
@@ -385,7 +386,7 @@ def test_self_critic_echo_gap_is_undefined(shipped_tables):
 
 
 def test_the_echo_interval_rules_are_the_analysis_constants():
-    """The rules docs/experiments.md states for Corr(b, n | U=0)'s interval are critique.analysis.echo_stats'."""
+    """The rules docs/experiments.md states for Corr(b, n | U=0)'s interval are critique.analysis.memory.echo_stats'."""
     quoted = (f"a {LEVEL:.0%} percentile bootstrap interval ({BOOTSTRAP:,} resamples, seed {SEED}) with the share of "
               f"resamples where it is undefined, given only when at least {MIN_CARRIERS} such entries and "
               f"{MIN_CARRIERS} U=0 entries with b=0 carry it and at most {MAX_UNDEFINED:.0%} of resamples are "

@@ -7,7 +7,7 @@ moves a figure fails here until docs/results.md says the new one."""
 import json
 from pathlib import Path
 
-from critique.analysis import credit as credit_analysis
+from critique.analysis.memory import credit as credit_analysis
 from critique.experiments import reuse
 from shipped import LOGS, pct as _pct, results
 

@@ -5,7 +5,7 @@ until docs/results.md says the new one."""
 
 import pytest
 
-from critique.analysis.render import cell
+from critique.analysis.study.render import cell
 from shipped import RESULTS, ROOT, command_json
 
 DATASETS = ("mcr-gen", "pref-gen", "control-pos")  # the comparisons shipped in logs-methods/

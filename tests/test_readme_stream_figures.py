@@ -3,9 +3,9 @@
 here from the stream table and found in docs/results.md, so a change to the logs or the analysis that moves one
 fails until docs/results.md says the new one."""
 
-from critique.analysis import logs
-from critique.analysis.online import FRACTIONS
-from critique.analysis.render import cell
+from critique.analysis.reading import logs
+from critique.analysis.memory.online import FRACTIONS
+from critique.analysis.study.render import cell
 from shipped import LOGS, RESULTS, pct, results
 
 DATASETS = ("mcr-gen", "pref-gen", "control-pos")

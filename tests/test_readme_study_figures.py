@@ -1,7 +1,7 @@
 """docs/results.md's account of the shipped study logs (from "On the shipped logs (full size: ..." through the
 shipped probes and ablations) holds the figures the logs give: each test rebuilds one quoted sentence (or
 table) from `critique tables logs [--inference] --format json` or from the run directories, read through
-the one reader critique.analysis.logs, and finds it in docs/results.md; a change to the logs or to the analysis
+the one reader critique.analysis.reading.logs, and finds it in docs/results.md; a change to the logs or to the analysis
 that moves a figure fails here until docs/results.md says the new one."""
 
 import re
@@ -10,8 +10,8 @@ from datetime import datetime
 
 import pytest
 
-from critique.analysis import logs
-from critique.analysis.render import cell
+from critique.analysis.reading import logs
+from critique.analysis.study.render import cell
 from critique.base import rundir
 from shipped import LOGS, RESULTS, pct, results
 

@@ -76,8 +76,8 @@ def test_an_all_error_strategy_is_flagged_and_the_run_exits_non_zero(home, fake_
 
 
 def test_errors_in_old_logs_are_not_parse_failures(tmp_path):
-    from critique.analysis import cells, tables as build
-    from critique.analysis.load import load
+    from critique.analysis.study import cells, tables as build
+    from critique.analysis.reading.load import load
 
     head = synthetic.manifest("m", "d1")
     predictions = [synthetic.prediction("test", "zero_shot", f"t{i}", i < 2, parse_failed=i >= 2,
@@ -115,8 +115,8 @@ def test_a_learner_folder_is_not_a_study_point(home, fake_llm, capsys):
     (["A", "B"], ["B", "B", "A", "A", "A"], 60.0),  # a tie in train: the first label (A)
 ])
 def test_majority_baseline(tmp_path, train_golds, test_golds, expected):
-    from critique.analysis import cells
-    from critique.analysis.load import load
+    from critique.analysis.study import cells
+    from critique.analysis.reading.load import load
 
     predictions = [synthetic.prediction("train_predict", None, f"r{i}", True, gold=g) for i, g in
                    enumerate(train_golds)]
@@ -128,8 +128,8 @@ def test_majority_baseline(tmp_path, train_golds, test_golds, expected):
 
 
 def test_majority_baseline_per_user_is_averaged_over_users(tmp_path):
-    from critique.analysis import cells
-    from critique.analysis.load import load
+    from critique.analysis.study import cells
+    from critique.analysis.reading.load import load
 
     golds = {"u1": ["A", "A", "B", "A"], "u2": ["B", "A"]}  # test majority: A 75%, then a tie (A first) 50%
     predictions = [synthetic.prediction("test", "zero_shot", f"t{i}", True, user=u, gold=g)
@@ -241,8 +241,8 @@ def test_a_learner_folder_without_its_mark_is_still_no_study_point_but_exports(t
 
 
 def test_context_overflows_are_counted_wrong_and_shown_in_table9(tmp_path):
-    from critique.analysis import cells, tables as build
-    from critique.analysis.load import load
+    from critique.analysis.study import cells, tables as build
+    from critique.analysis.reading.load import load
 
     predictions = [synthetic.prediction("test", "EP_CRIT", f"t{i}", i < 2, context_overflow=i >= 3, answer=None)
                    for i in range(5)]

@@ -5,7 +5,7 @@ critiques, a critique asked again (--on-mismatch recritique) and the summaries: 
 answer no prediction, and the tables count them from calls.jsonl (Table 5's offline costs; Table 3's reasoning
 models). The one writer of a run directory (critique.engine.run_directory) adds every call record it writes to
 a `Totals` and writes them into the manifest when the run finishes, with the size calls.jsonl had then. The
-analysis (critique.analysis.consistency.offline) takes them instead of reading the calls while calls.jsonl still
+analysis (critique.analysis.reading.consistency.offline) takes them instead of reading the calls while calls.jsonl still
 has that size, and reads the calls otherwise: an older run, an unfinished one, a log changed since.
 
 A `Totals` counts what the analysis counts of the calls (tests/test_offline_totals.py holds the two equal): the

@@ -1,7 +1,7 @@
 """What tokens cost, in dollars: a price per million prompt and per million completion tokens, and the one
 formula that turns tokens into dollars. The LLM client finds a model's price (critique.llm.price: litellm's price
 table, ``--price IN,OUT``, or the embedded model's $0) and records it in the manifest; the analysis reads it back
-from there (critique.analysis.prices)."""
+from there (critique.analysis.reading.prices)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`critique credit RUN`: credit per memory entry by deletion (critique.experiments.credit.deletion); --report prints
-the tier table of a credit run already made (critique.analysis.credit, no call)."""
+the tier table of a credit run already made (critique.analysis.memory.credit, no call)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def register(sub) -> None:
 def report(out: Path, source: Path, fmt: str, prune: Path | None = None) -> None:
     import json
 
-    from critique.analysis import credit as analysis
+    from critique.analysis.memory import credit as analysis
     from critique.base import rundir
 
     summary = analysis.summary(out, source)

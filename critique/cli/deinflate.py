@@ -1,6 +1,6 @@
 """`critique deinflate RUN --verifier V --control random:S --mode doubt|drop`: demote the entries a verifier
 flagged, re-run EP_CRIT and EP+SEM_CRIT, against as many entries demoted at random (critique.experiments.deinflate;
-the table: critique.analysis.deinflate)."""
+the table: critique.analysis.memory.deinflate)."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def main(args) -> int:
                                           progress=not args.quiet, runner=runner.run)
             pool.update({k: v for k, v in logged.items() if k not in pool})
             outcomes.append(outcome)
-    from critique.analysis import deinflate as table
+    from critique.analysis.memory import deinflate as table
 
     print(table.text([out for out, _, _ in arms]))
     print(f"{sum(o.calls_made for o in outcomes)} LLM calls made; run directories: "

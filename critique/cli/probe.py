@@ -94,7 +94,7 @@ def overturn_main(args, config) -> int:
 
     outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=overturn.overturn, setup=say_cost,
                              progress=not args.quiet)
-    from critique.analysis import overturn as table
+    from critique.analysis.memory import overturn as table
 
     print(table.text(out))
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")

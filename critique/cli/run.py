@@ -19,7 +19,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from critique.analysis.run_table import print_table
+    from critique.analysis.study.run_table import print_table
     from critique.engine.scores import report_errors
     from critique.runner import default_out, execute_run
 

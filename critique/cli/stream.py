@@ -84,7 +84,7 @@ def main(args) -> int:
             what = f"the arm {name!r}" if name else "the stream"
             print(f"critique: {what} did not finish ({out}); rerun the same command to go on", file=sys.stderr)
             break
-    from critique.analysis import online
+    from critique.analysis.memory import online
 
     print(online.text(outs))
     return max(report_errors(outs), 0 if finished else 1)

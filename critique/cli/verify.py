@@ -1,6 +1,6 @@
 """`critique verify RUN --verifier reorder|sample:N|judge:MODEL`: an answer-free check of each memory entry of a
 run (one run directory; critique.experiments.verify), then the verifier's numbers against the truth
-(critique.analysis.echo)."""
+(critique.analysis.memory.echo)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def main(args) -> int:
     if skipped:
         print(f"critique: {len(skipped)} of {len(entries)} entries not checked: their question does not list each "
               "option on a line of its own", file=sys.stderr)
-    from critique.analysis import echo
+    from critique.analysis.memory import echo
 
     print(echo.verifier_text(out))
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")

@@ -1,13 +1,13 @@
 """Per-strategy rows of one run directory that the ablation summaries are made of, and the errors a command
-reports when it ends. Accuracy and tokens per question are defined once, in the analysis (analysis.cells):
-these rows are Table 1's cells of the run (analysis.run_table), as `critique tables` prints them."""
+reports when it ends. Accuracy and tokens per question are defined once, in the analysis (analysis.study.cells):
+these rows are Table 1's cells of the run (analysis.study.run_table), as `critique tables` prints them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from critique.analysis import logs
-from critique.analysis.run_table import from_records
+from critique.analysis.reading import logs
+from critique.analysis.study.run_table import from_records
 from critique.engine.memory.semantic import CONTEXT_MISSED
 
 

@@ -10,7 +10,7 @@ with the ablated config field set (``k``, ``train_fraction`` or ``parts``) and
     <parent>/<dataset>__<model>__parts-local/      config.parts = "local", [EP_CRIT]
     <parent>/<dataset>__<model>__gate-0.5/         config.gate = 0.5, [zero_shot, EP_CRIT]
 
-The gate sweep runs zero_shot beside EP_CRIT: the memory-off arm its table (critique.analysis.gate)
+The gate sweep runs zero_shot beside EP_CRIT: the memory-off arm its table (critique.analysis.memory.gate)
 compares with, in the same run directory. Its requests are the plain run's zero_shot requests (the
 gate does not change them), and an EP_CRIT prompt the gate leaves empty is that very request, so
 neither costs a call once any run of the sweep (or the plain run) has made it. EP+SEM_CRIT is not

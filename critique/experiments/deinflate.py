@@ -23,7 +23,7 @@ log answer every request already made):
 Manifest ``probe`` = ``{name: deinflate, mode, demote (verifier | random), verifier (null for random), seed
 (null for the verifier), demoted (n), source, source_run_id, verify_run}``; the arm's memory/ holds the memory
 it used and ``memory/demoted.json`` the demoted ids. Test predictions are ordinary test records.
-The table: critique.analysis.deinflate.
+The table: critique.analysis.memory.deinflate.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ run of the same model and data, or the response cache, answers them):
 
 Prediction records: stage ``probe``, strategy as above; ``notes`` (the critiques in order) and ``provenance``.
 The overturn rate: how often the true note wins, ``correct`` with both notes; and among the items whose answer
-with the false note alone was wrong, the share that both notes make right (critique.analysis.overturn).
+with the false note alone was wrong, the share that both notes make right (critique.analysis.memory.overturn).
 """
 
 from __future__ import annotations

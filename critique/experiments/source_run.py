@@ -1,7 +1,7 @@
 """The one reader of another run's directory for the experiments: credit and pruning, verification, de-inflation,
 the reuse of matching runs' calls, a stream's arms, the study's plan and the sweeps' summaries read the run they
 build on through ``SourceRun``, never by joining paths of their own. It reads files only (the analysis has its
-own reader, critique.analysis.logs, for the tables)."""
+own reader, critique.analysis.reading.logs, for the tables)."""
 
 from __future__ import annotations
 

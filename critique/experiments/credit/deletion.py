@@ -4,7 +4,7 @@ For each evaluated prompt of an episodic strategy (EP_CRIT or EP+SEM_CRIT) and e
 into it, the same prompt is answered with that entry left out (K-1 examples, the others in the same
 order): ``D_i = R(with i) - R(without i)`` per prompt. An entry never retrieved gets credit 0 without
 a call. The tiers (inert, duplicate, novel-unused, used-not-decisive, load-bearing, toxic) are
-computed by critique.analysis.credit from the run directory this writes.
+computed by critique.analysis.memory.credit from the run directory this writes.
 
 Which prompts (``--on``):
 

@@ -6,7 +6,7 @@ DSPy program's instructions and demos), and a test prompt lists the notes it sho
 run rebuilds the method's memory by replaying its offline stage from the source run's calls (every request is
 answered from them, logged as cached: no model call), then asks each test prompt of the method again in full
 (the source's very request, answered from its log) and once without each note it showed (the method's
-``without``: everything else as shown). The tiers are critique.analysis.credit's, over the method's notes.
+``without``: everything else as shown). The tiers are critique.analysis.memory.credit's, over the method's notes.
 
 Only ``--on test`` and ``--on test-half`` (a method's notes are not questions: there is no leave-one-out over
 train), without ``--cite`` (a method's prompt does not number its notes); an online method (``ace:online``,

@@ -3,7 +3,7 @@ and score EP_CRIT and EP+SEM_CRIT on questions the credit never saw.
 
 Rules (``--prune``, comma-separated):
 
-- ``toxic``: the entries the credit run found toxic (critique.analysis.credit);
+- ``toxic``: the entries the credit run found toxic (critique.analysis.memory.credit);
 - ``lowest:N``: the N entries of lowest credit (net D over the prompts that retrieved them; ties by id);
 - ``random:N``: N entries at random (seeds 0..``--seeds``-1);
 
@@ -132,7 +132,7 @@ def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[s
 def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: list, seeds: int, *,
             out: Path | None = None, progress: bool = True, say=print, **changes) -> dict:
     """Score the pruned memories (resumable); says its cost in calls on stderr before the first call."""
-    from critique.analysis import credit as analysis
+    from critique.analysis.memory import credit as analysis
     from critique.base.cost import print_cost
     from critique.base.errors import UserError
     from critique.engine.run_directory import pkey

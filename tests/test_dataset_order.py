@@ -39,7 +39,9 @@ def test_interleaved_order_covers_every_label_early_and_repeats_with_its_seed():
     assert [i.answer for i in once[:3]] == ["a", "b", "c"] and [i.answer for i in once[3:6]] == ["a", "b", "c"]
     assert [i.id for i in interleaved(items, seed=0)] == [i.id for i in once]
     assert [i.id for i in interleaved(items, seed=1)] != [i.id for i in once]  # each label's items shuffled
-    assert narrowed(items[:3], items) == (1, 3) and narrowed(once[:3], items) is None
+    many = [Item(f"i{label}{n}", f"q {label} {n}", label) for label in "abcdefghij" for n in range(10)]
+    assert narrowed(many[:20], many) == (2, 10)  # grouped: 2 labels where a random 20 would hold about 9
+    assert narrowed(interleaved(many, 0)[:20], many) is None and narrowed(many[:5], many) is None  # 5: a smoke test
 
 
 def test_an_import_interleaved_by_label_gives_first_items_that_cover_the_labels(tmp_path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 ORDERS = ("source", "interleaved")  # the rows' order as the source gives them; interleaved by label (seeded)
+MIN_ITEMS = 10  # a limit below this is a smoke test: its first items are not checked for their labels
 
 
 def interleaved(items: list, seed: int) -> list:
@@ -45,8 +46,19 @@ def labels_of(items: list) -> set:
     return {item.answer for item in items}
 
 
+def expected_labels(whole: list, n: int) -> float:
+    """How many labels n items drawn at random from ``whole`` hold, on average (each label's share p: 1 - (1-p)^n)."""
+    counts: dict = {}
+    for item in whole:
+        counts[item.answer] = counts.get(item.answer, 0) + 1
+    return sum(1 - (1 - count / len(whole)) ** n for count in counts.values())
+
+
 def narrowed(kept: list, whole: list) -> tuple[int, int] | None:
-    """(labels ``kept`` holds, labels ``whole`` holds) when a limit left fewer labels than it could have kept
-    (min(items kept, labels of the whole split)); None when it kept as many as it could."""
-    have, could = len(labels_of(kept)), min(len(kept), len(labels_of(whole)))
-    return (have, len(labels_of(whole))) if have < could else None
+    """(labels ``kept`` holds, labels ``whole`` holds) when ``kept``, the first items of ``whole``, holds fewer
+    than half the labels as many items drawn at random would (a split stored grouped by label); None otherwise,
+    and for fewer than MIN_ITEMS items, where chance alone leaves labels out."""
+    if len(kept) < MIN_ITEMS or not whole:
+        return None
+    have = len(labels_of(kept))
+    return (have, len(labels_of(whole))) if have < expected_labels(whole, len(kept)) / 2 else None

@@ -20,6 +20,7 @@ from critique.analysis.reading import logs
 from critique.analysis.study.cells import mean
 # the reuse n (REUSE, REUSE_NOTE: one definition for the audit and the Echo table) and Pearson's r
 from critique.analysis.memory.echo_stats import REUSE, REUSE_NOTE, corr_b_n, stored_right
+from critique.analysis.memory.retrieval import count_gold_retrieved, gold_retrieved_shares, share
 from critique.base.assertion import asserted_option
 from critique.base.checksum import dataset_checksum
 from critique.base.errors import UserError
@@ -50,10 +51,6 @@ def register(sub) -> None:
                         help="where dataset folders are now (DIR/<name> or DIR), when not where the run read them: "
                              "for the generator's truth (pref-gen's flipped labels); repeatable")
     parser.set_defaults(func=run_audit)
-
-
-def share(part, whole) -> float | None:
-    return part / whole if whole else None
 
 
 def read_truth(manifest: dict, data_dirs: list[str]) -> tuple[dict, str]:
@@ -151,7 +148,9 @@ def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], 
         stats = per.setdefault(strategy, {"prompts": 0, "labeled": 0, "unlabeled": 0, "prompts_with_memory": 0,
                                           "labeled_with_memory": 0, "correct_with_memory": 0,
                                           "labeled_without_memory": 0, "correct_without_memory": 0,
-                                          "retrievals": 0, "entries_reached": set()})
+                                          "retrievals": 0, "entries_reached": set(), "label_judged": 0,
+                                          "gold_retrieved": 0, "correct_gold_retrieved": 0,
+                                          "correct_gold_not_retrieved": 0})
         judged = logs.labeled(p)
         ok = p.get("correct") is True if judged else None
         stats["prompts"] += 1
@@ -163,6 +162,8 @@ def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], 
         if not retrieved:
             continue
         stats["prompts_with_memory"] += 1
+        if judged:
+            count_gold_retrieved(stats, p["gold"], [by_id[i]["label"] for i in retrieved if i in by_id], ok)
         scores = p.get("retrieved_scores")
         scores = [x if isinstance(x, (int, float)) and math.isfinite(x) else None for x in scores] \
             if isinstance(scores, list) and len(scores) == len(retrieved) else None
@@ -191,7 +192,8 @@ def count_reuse(rows: list[dict], predictions: list[dict], problems: list[str], 
     return {s: {**v, "entries_reached": len(v["entries_reached"]),
                 "accuracy": share(v["correct_with_memory"] + v["correct_without_memory"], v["labeled"]),
                 "accuracy_with_memory": share(v["correct_with_memory"], v["labeled_with_memory"]),
-                "accuracy_without_memory": share(v["correct_without_memory"], v["labeled_without_memory"])}
+                "accuracy_without_memory": share(v["correct_without_memory"], v["labeled_without_memory"]),
+                **gold_retrieved_shares(v)}
             for s, v in sorted(per.items(), key=lambda kv: (_rank(kv[0]), str(kv[0])))}
 
 

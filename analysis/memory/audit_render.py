@@ -23,7 +23,9 @@ these only), `unlabeled` (a Learner's predict prompts: counted in reuse, left ou
 - `reuse`: strategy -> `prompts`, `labeled`, `unlabeled`, `accuracy` (over the labeled prompts), `prompts_with_memory`
   (prompts that had entries), `labeled_with_memory`, `correct_with_memory`, `accuracy_with_memory`,
   `labeled_without_memory`, `correct_without_memory`, `accuracy_without_memory` (each accuracy over labeled prompts
-  only; null over none), `retrievals`, `entries_reached`.
+  only; null over none), `retrievals`, `entries_reached`; `label_judged` (labeled prompts with memory whose
+  entries carry a label), `gold_retrieved` (of those, the prompts that retrieved an entry labeled with the
+  question's gold label), `gold_retrieved_share`, `accuracy_gold_retrieved`, `accuracy_gold_not_retrieved`.
 - `entries[]`: `id`, `item_id`, `user`, `question`, `initial_answer`, `gold`, `critique`,
   `assertion_mismatch` (null: no label shown, --critic self), `timeout`, `asserted`, `asserts_gold`, `U`,
   `r`, `b` (`U` and `b` null when the entry has no gold label), `flipped`, `rule_prefers`, `n` (the reuse),
@@ -129,15 +131,21 @@ def summary_table(audit: dict) -> Table:
 
 def reuse_table(audit: dict) -> Table:
     columns = ["strategy", "prompts", "labeled", "with memory", "retrievals", "entries reached", "accuracy",
-               "accuracy with memory", "accuracy without memory"]
+               "accuracy with memory", "accuracy without memory", "gold label retrieved",
+               "accuracy: gold retrieved / not"]
     rows = [dict(zip(columns, [s, str(v["prompts"]), str(v["labeled"]), str(v["prompts_with_memory"]),
                                str(v["retrievals"]), str(v["entries_reached"]), _pct(v["accuracy"]),
-                               _pct(v["accuracy_with_memory"]), _pct(v["accuracy_without_memory"])]))
+                               _pct(v["accuracy_with_memory"]), _pct(v["accuracy_without_memory"]),
+                               _pct(v["gold_retrieved_share"]),
+                               f"{_pct(v['accuracy_gold_retrieved'])} / {_pct(v['accuracy_gold_not_retrieved'])}"]))
             for s, v in audit["reuse"].items()]
     return Table("reuse", "Reuse per strategy", columns, rows,
                  note="counted predictions (the latest per item): " + prompts_text(audit["prompts"]) + "; accuracy "
                       "over the labeled prompts, with memory over those that had entries, without over those that "
-                      "had none")
+                      "had none; gold label retrieved: the share of the labeled prompts with memory that retrieved an "
+                      "entry whose label (the one its critic was shown) is the question's gold label (prompts whose "
+                      "entries carry no label are left out), with the accuracy of those and of the others: with many "
+                      "labels, whether retrieval brings the right label at all")
 
 
 def prompts_text(prompts: dict) -> str:

@@ -8,9 +8,10 @@ tally.given):
 
 - the answer distribution: each label's share (%) of the answers given, and the top answer with its count
   and share (ties: the first label in sorted order);
-- macro-F1 (%): the unweighted mean over the answer space's labels (the labels seen, gold or answered, where
-  the manifest names none) of each label's F1 = 2 TP / (2 TP + FP + FN), 0 for a label with neither a gold
-  nor an answer (sklearn.metrics.f1_score(average="macro", labels=space, zero_division=0));
+- macro-F1 (%): the unweighted mean, over the labels of the answer space that the cell holds as a gold label or
+  gives as an answer, of each label's F1 = 2 TP / (2 TP + FP + FN) (sklearn.metrics.f1_score(average="macro",
+  labels=those labels)): a label a limited test split never asks and the model never gives is left out, not
+  counted 0 (with 150 labels and 100 test items, a third of the labels would otherwise pull it down);
 - per-class accuracy (%): per gold label, the share of its questions answered right (its recall).
 
 Macro-F1 and per-class accuracy are, like every rate of the tables, computed per user and then averaged over
@@ -37,8 +38,10 @@ def confusion(users) -> dict:
 
 
 def labels(space: list, counts: dict) -> list:
-    """The labels macro-F1 averages over: the answer space, else every label given as gold or answer."""
-    return list(space) or sorted({label for pair in counts for label in pair if label is not None}, key=name_key)
+    """The labels macro-F1 averages over: those given as gold or answer in ``counts``, in the answer space's order
+    (in sorted order where the manifest names no space)."""
+    seen = {label for pair in counts for label in pair if label is not None}
+    return [label for label in space if label in seen] or sorted(seen, key=name_key)
 
 
 def f1(counts: dict, label) -> float:
@@ -100,7 +103,7 @@ def cell(users: dict, space: list) -> dict:
             "top_share": shares.get(top),
             "macro_f1": mean(f for f in (macro_f1(mine, space) for mine in users.values() if mine) if f is not None),
             "distribution": shares, "per_class": _over_users([per_class(mine) for mine in users.values()]),
-            "commonest_error": commonest_error(pooled)}
+            "commonest_error": commonest_error(pooled), "space": list(space)}
 
 
 def rows(cells) -> list[dict]:
@@ -131,9 +134,43 @@ def warnings(found: list[dict], where: bool = True) -> list[str]:
     return [warning(row, where) for row in found if one_answer(row)]
 
 
+MANY_LABELS = 12  # a cell with more labels than this shows summaries, not one entry per label
+SHOWN = 5  # labels a summary names
+
+
 def compact(shares: dict) -> str:
     """Label -> percent as one short text: "1 100, 2 0"."""
     return ", ".join(f"{label} {share:.0f}" for label, share in shares.items()) or "-"
+
+
+def answers_summary(shares: dict, space: list) -> str:
+    """The answer shares of a cell with many labels: the SHOWN most given, the rest summed, and how many of the
+    answer space's labels were never given."""
+    shown = dict(list(shares.items())[:SHOWN])
+    rest = len(shares) - len(shown)
+    text = compact(shown) + (f"; the other {rest} labels {sum(shares.values()) - sum(shown.values()):.0f}"
+                             if rest else "")
+    never = len([label for label in space if label not in shares])
+    return text + (f"; {never} of {len(space)} labels never given" if space else "")
+
+
+def per_class_summary(recall: dict) -> str:
+    """The per-class accuracy of a cell with many labels: over its gold labels, the mean and median, how many
+    were never answered right, and the SHOWN best of those answered right at least once."""
+    if not recall:
+        return "-"
+    values = sorted(recall.values())
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    right = [pair for pair in recall.items() if pair[1] > 0]
+    best = dict(sorted(right, key=lambda pair: (-pair[1], name_key(pair[0])))[:SHOWN])
+    return (f"{len(values)} gold labels: mean {mean(values):.0f}, median {median:.0f}, never right on "
+            f"{len(values) - len(right)}" + (f"; best {compact(best)}" if best else ""))
+
+
+def many(row: dict) -> bool:
+    """Whether a cell has more than MANY_LABELS labels (its answer space, else the labels it holds)."""
+    return len(row["space"] or set(row["distribution"]) | set(row["per_class"])) > MANY_LABELS
 
 
 TABLE_COLUMNS = ["model", "dataset", "strategy", "n", "accuracy", "macro_f1", "top_answer", "top_count", "top_share",
@@ -143,8 +180,11 @@ VIEW_COLUMNS = ["model", "dataset", "strategy", "n", "accuracy", "macro-F1", "to
 NOTE = ("answers %: each label's share of the answers given (a timeout, a parse failure, an error or a prompt that "
         "did not fit gives none); top answer: the most given and its share, marked ! at "
         f"{ONE_ANSWER_SHARE:.0f}% or more (one answer to nearly everything: the accuracy is then about that label's "
-        "share of the test set); macro-F1: the unweighted mean over the answer space's labels of each label's F1; "
-        "per-class accuracy: per gold label, the share of its questions answered right (recall); macro-F1 and "
+        "share of the test set); macro-F1: the unweighted mean, over the labels given as gold or as answer, of each "
+        "label's F1; per-class accuracy: per gold label, the share of its questions answered right (recall); with "
+        f"more than {MANY_LABELS} labels, the {SHOWN} most given answers and the rest summed, and the per-class "
+        "accuracy's mean, median, labels never answered right and best labels (every label's in --format json); "
+        "macro-F1 and "
         "per-class accuracy per user, then the mean over users, on preference data; commonest error: the most "
         "frequent (gold label, wrong answer) pair, written 'gold as answer (questions)'")
 
@@ -160,8 +200,10 @@ def _view(row: dict) -> dict:
     top = "-" if row["top_answer"] is None else \
         f"{row['top_answer']} ({row['top_share']:.0f}%{'!' if row['one_answer'] else ''})"
     error = row["commonest_error"]
+    shares, recall = row["distribution"], row["per_class"]
     return {**{c: row[c] for c in VIEW_COLUMNS[:5]}, "macro-F1": row["macro_f1"], "top answer": top,
-            "answers %": compact(row["distribution"]), "per-class accuracy %": compact(row["per_class"]),
+            "answers %": answers_summary(shares, row["space"]) if many(row) else compact(shares),
+            "per-class accuracy %": per_class_summary(recall) if many(row) else compact(recall),
             "commonest error": "-" if error is None else f"{error[0]} as {error[1]} ({error[2]})"}
 
 

@@ -11,7 +11,7 @@ import statistics
 from dataclasses import dataclass
 
 from critique.base import vocab
-from critique.analysis.study import answers, intervals
+from critique.analysis.study import answers, intervals, references
 from critique.analysis.study.cells import COST_STAGES, PROMPT_COST_STAGES, Cells, mean, name_key, value_key
 from critique.analysis.study.claims import claims, table2
 from critique.analysis.study.tabular import (ERROR_NOTE, TITLES, Table, flagged, n_view, plain_value, records, skip,
@@ -335,7 +335,7 @@ def build(cells: Cells) -> Result:
     t3 = table3(cells)
     tables = [table1(cells), table2(cells), t3, table4(cells), table5_costs(cells), table5(cells),
               *(ablation_table(cells, name) for name in vocab.ABLATIONS), table9(cells), table10(cells),
-              table11(cells), mismatch_table(cells), answers.table(cells)]
+              table11(cells), mismatch_table(cells), answers.table(cells), references.table(cells)]
     found, why = claims(cells, t3, suggestibility(cells))
     return Result(cells.source, tables, found, why)
 

@@ -25,6 +25,7 @@ TITLES = {
     "table11": "Table 11. Accuracy (%) over users, preference datasets: mean and SD",
     "mismatch": "Critiques whose assertion contradicts the gold label, per model x dataset",
     "answers": "Answers per model x dataset x strategy: what each answered, macro-F1 and per-class accuracy (%)",
+    "references": "Published reference numbers beside ours (accuracy %, never pooled)",
     "comparison": "Comparison of Table 1 with the published numbers (points)",
     "claims_comparison": "Headline claims: logs versus published numbers",
 }

@@ -32,6 +32,7 @@ from critique.datasets.splits import (CARD, DatasetCard, Item, dataset_checksum,
                                       write_files)
 from critique.engine.memory import semantic as semantic_store
 from critique.engine.memory.episodic import ENTRIES, EpisodicMemory
+from critique.engine.memory.value import Memory
 from critique.base.config import RunConfig, manifest_run_config
 from critique.llm.spend import Spend
 from critique.learner_items import Evaluation, Prediction, evaluation, labeled, question as _question
@@ -136,10 +137,10 @@ class Learner:
         items, card = self._train_data(data)
         self._write_data(items, card)
         self.config = replace(self.config, dataset=str(self.out / DATA))
-        opened = []
+        opened, made = [], []
 
         async def train(run) -> None:
-            await run.train_stage()
+            made.append(await run.train_stage())
             for name in learners:
                 await learn(run, name)
 
@@ -147,7 +148,7 @@ class Learner:
             self._execute(train, opened.append)
         finally:
             self.calls_made = opened[0].llm.calls_made if opened else 0
-        self._memory, self._semantic = opened[0].memory, dict(sorted(opened[0].semantic.items()))
+        self._memory, self._semantic = made[0].episodic, made[0].semantic
         return self
 
     def _train_data(self, data) -> tuple[list[Item], DatasetCard]:
@@ -249,9 +250,9 @@ class Learner:
             opened.append(run)
             if self.task is not None and (run.task != self.task or list(run.space) != list(self.answer_space or [])):
                 raise ValueError(f"{self.out} was fitted for another task or answer space; use another out folder")
-            run.use_memory(self.memory, self.semantic)
 
         async def go(run) -> None:
+            memory = self._fitted(run, strategies)
             vectors = run.encoder.encode([i.question for i in unique])
             for name in strategies:
                 if learns(method(name)):
@@ -259,7 +260,7 @@ class Learner:
 
                 async def one(pair, name=name) -> None:
                     item, vector = pair
-                    done[(name, item.user, item.id)] = await _answer_one(run, name, item, vector, stage)
+                    done[(name, item.user, item.id)] = await _answer_one(run, name, item, vector, stage, memory)
 
                 await run.each(list(zip(unique, vectors)), one, f"{stage} ({name})")
 
@@ -268,6 +269,12 @@ class Learner:
         finally:
             self.calls_made = opened[0].llm.calls_made if opened else 0
         return done
+
+    def _fitted(self, run, strategies: list[str]) -> Memory:
+        """The fitted memory the critique strategies answer from in ``run``: its episodic and semantic memory, and
+        EP_LABEL's pool when ``strategies`` hold EP_LABEL."""
+        labels = run.label_pool(self.memory) if vocab.EP_LABEL in strategies else None
+        return Memory(self.memory, labels, self.semantic)
 
     def _check_fitted(self, items: list[Item]) -> None:
         """Something is fitted here, and each item names a user of it when the data is preference data."""
@@ -300,10 +307,6 @@ class Learner:
         self._check_fitted([item])
         done, opened = [], []
 
-        def setup(run) -> None:
-            opened.append(run)
-            run.use_memory(self.memory, self.semantic)
-
         async def go(run) -> None:
             from critique.experiments.stream import loop as stream
 
@@ -311,7 +314,7 @@ class Learner:
             done.append(await stream.learn(run, self.memory, item, feedback, judge))
 
         try:  # a step adds to a fitted run: its status stays what it was
-            self._execute(go, setup, complete=self._manifest().get("status") == "complete")
+            self._execute(go, opened.append, complete=self._manifest().get("status") == "complete")
         finally:
             self.calls_made = opened[0].llm.calls_made if opened else 0
         return _prediction(done[0], item)
@@ -333,17 +336,17 @@ class Learner:
                     progress=self.progress, runner=_run_sync, complete=complete, learner=True, spend=self._spend)
 
 
-async def _answer_one(run, name: str, item: Item, vector, stage: str) -> dict:
-    """One question with one strategy, through the one test-question step (critique.engine.question); the logged
-    record is reused when the prompt is the same. Stage predict: no label (``_unlabeled``) and every memory entry
-    may be shown (the question is new); stage test: judged against the item's label, its own entry never shown,
-    as the test stage does."""
+async def _answer_one(run, name: str, item: Item, vector, stage: str, memory: Memory) -> dict:
+    """One question with one strategy (the critique strategies over the fitted ``memory``), through the one
+    test-question step (critique.engine.question); the logged record is reused when the prompt is the same. Stage
+    predict: no label (``_unlabeled``) and every memory entry may be shown (the question is new); stage test: judged
+    against the item's label, its own entry never shown, as the test stage does."""
     from critique.engine.question import ask
 
     if stage == STAGE:
-        return await ask(run, name, item, vector, stage=stage, exclude=None, judge=_unlabeled(run.space),
-                         keep_same=True)
-    return await ask(run, name, item, vector, stage=stage, keep_same=True)
+        return await ask(run, name, item, vector, memory=memory, stage=stage, exclude=None,
+                         judge=_unlabeled(run.space), keep_same=True)
+    return await ask(run, name, item, vector, memory=memory, stage=stage, keep_same=True)
 
 
 def _unlabeled(space: list[str]):

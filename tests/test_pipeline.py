@@ -94,6 +94,32 @@ def test_a_run_makes_only_the_train_stages_its_strategies_need(home, fake_llm, s
     assert Counter(c["stage"] for c in rundir.read_jsonl(home / "r" / rundir.CALLS)) == stages
 
 
+@pytest.mark.parametrize("strategies, episodic, labels, pools", [
+    (["zero_shot"], None, None, []),  # nothing of the train stage's memory
+    (["zero_shot", "EP_LABEL"], None, 6, []),  # EP_LABEL's pool without a critique (the gold critic)
+    (ALL, 6, 6, ["all"]),
+])
+def test_the_train_stage_returns_the_memory_it_made_and_the_run_keeps_none(home, fake_llm, strategies, episodic,
+                                                                         labels, pools):
+    from critique.base.config import RunConfig
+    from critique.engine.methods import needed_stages
+    from critique.runner import execute_run
+
+    made = {}
+
+    async def work(run) -> None:
+        made["memory"] = await run.train_stage(needed_stages(run.config))
+        made["attributes"] = set(vars(run))
+
+    config = RunConfig(dataset="mcr-gen", model="fake/model", limit=6, k=3, strategies=list(strategies))
+    execute_run(config, home / "r", work=work, progress=False)
+    memory = made["memory"]
+    assert (len(memory.episodic.entries) if memory.episodic else None) == episodic
+    assert (len(memory.labels.entries) if memory.labels else None) == labels
+    assert sorted(memory.semantic) == pools
+    assert not {"memory", "labels", "semantic"} & made["attributes"]
+
+
 def test_no_secret_reaches_the_run_directory(home, fake_llm, monkeypatch, capsys):
     secret = "sk-fake-SECRET-4242424242"
     monkeypatch.setenv("OPENAI_API_KEY", secret)

@@ -27,7 +27,7 @@ from critique.analysis.study.tabular import ERROR_NOTE, Table, flagged, records,
 
 KEY = "gate"
 TITLE = "Gate ablation: accuracy (%) against the episodic example tokens injected per question"
-# The strategy whose prompt a gated-empty prompt is (critique.engine.pipeline.performance_prompt).
+# The strategy whose prompt a gated-empty prompt is (critique.engine.performance.performance_prompt).
 ARM = {vocab.EP_LABEL: vocab.ZERO_SHOT, vocab.EP_CRIT: vocab.ZERO_SHOT, vocab.EP_SEM_CRIT: vocab.SEM_CRIT}
 COLUMNS = ["model", "dataset", "strategy", "gate", "accuracy", "arm", "arm_accuracy", "gain", "injected_tokens",
            "empty", "points_per_1k_tokens", "n", "errors", "flagged"]

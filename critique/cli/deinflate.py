@@ -71,19 +71,18 @@ def main(args) -> int:
     total = {"calls": 0}
     outcomes = []
 
-    def say_cost(out: Path, demoted: list[str]):
-        def setup(run) -> None:
-            deinflate.install(run, source, demoted)
-            todo, new = deinflate.cost(run, source_hashes)
+    def say_cost(out: Path):
+        def opened(run, memory) -> None:
+            todo, new = deinflate.cost(run, memory, source_hashes)
             total["calls"] += new
             print_cost(new, f"{todo} test prompts still to answer; those that retrieve no demoted entry are "
                             f"{source.name}'s own requests, answered from its log", out, dollars=dollars(run, new))
-        return setup
+        return opened
 
     with asyncio.Runner() as runner:
         for out, probe, demoted in arms:
-            outcome, logged = execute_run(config, out, probe=probe, reuse=pool,
-                                          work=deinflate.arm_work(source, demoted), setup=say_cost(out, demoted),
+            setup, work = deinflate.arm_steps(source, demoted, say_cost(out))
+            outcome, logged = execute_run(config, out, probe=probe, reuse=pool, work=work, setup=setup,
                                           progress=not args.quiet, runner=runner.run)
             pool.update({k: v for k, v in logged.items() if k not in pool})
             outcomes.append(outcome)

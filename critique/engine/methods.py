@@ -12,7 +12,8 @@ when the memory it needs is missing: the prediction is then an error a rerun ret
 entries shown, each a dict with an ``id``, and their similarity to the question) and ``learning_calls(run)`` (the
 cost line's count of the calls it makes to learn, beyond its test answers). Deriving from ``Method`` gives each of
 these but ``name`` and ``prompt`` a default, and every optional hook below its absence; ``hook`` is the one lookup
-of an optional hook.
+of an optional hook. The five strategies' prompts read the critique memory the train stage made, a value handed to
+them (critique.engine.memory.value.Memory: ``prompt_over``); any other method's reads its own memory.
 
 The optional hooks:
 - ``learn(run)``: its own offline stage (a coroutine), after the train stages it needs, which returns the
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 from critique.base.vocab import register_strategy
 from critique.engine import performance
+from critique.engine.memory.value import Memory
 from critique.engine.method_memory import save_learned
 from critique.engine.strategies import PREFIX_ORDER, STRATEGIES, TRAIN_STAGES
 
@@ -86,7 +88,8 @@ def learning_calls(found, run) -> tuple[int, str]:
 
 
 class CritiqueMemory(Method):
-    """One of the five strategies as a method: its prompt over the run's critique memory."""
+    """One of the five strategies as a method: its prompt over the critique memory it is handed (``memory``: the
+    Memory of the train stage, or one made elsewhere)."""
 
     def __init__(self, strategy):
         self.name, self.strategy = strategy.name, strategy
@@ -94,8 +97,16 @@ class CritiqueMemory(Method):
     def needs(self, config) -> frozenset[str]:
         return self.strategy.needs(config)
 
-    def prompt(self, run, item, vector, exclude: str | None = None):
-        return performance.performance_prompt(run, self.name, item, vector, exclude)
+    def prompt(self, run, item, vector, exclude: str | None, memory: Memory):
+        return performance.performance_prompt(run, self.name, item, vector, exclude, memory)
+
+
+def prompt_over(found, run, item, vector, exclude: str | None, memory: Memory | None):
+    """Method ``found``'s prompt for ``item``: one of the five strategies' over the critique memory ``memory``, any
+    other method's over its own (``run.learned``: ``memory`` is not its)."""
+    if isinstance(found, CritiqueMemory):
+        return found.prompt(run, item, vector, exclude, memory)
+    return found.prompt(run, item, vector, exclude)
 
 
 METHODS: dict[str, object] = {name: CritiqueMemory(s) for name, s in STRATEGIES.items()}  # then the registered

@@ -17,14 +17,14 @@ from critique.datasets.splits import Item
 from critique.engine import agents
 from critique.engine.memory import selection
 from critique.engine.memory.episodic import Retrieved, pool_of
+from critique.engine.memory.value import Memory
 from critique.engine.strategies import STRATEGIES
 
 
-def empty_pool(episodic, semantic: dict, user: str | None) -> bool:
-    """No critique of the user's pool entered memory (``episodic``, ``semantic``: none parsed, or --on-mismatch
-    drop left none out): its critique strategies have nothing to show and answer with the memory-free prompt,
-    zero_shot's."""
-    return episodic is not None and episodic.size(user) == 0 and pool_of(user) not in semantic
+def empty_pool(memory: Memory, user: str | None) -> bool:
+    """No critique of the user's pool entered ``memory`` (none parsed, or --on-mismatch drop left none out): its
+    critique strategies have nothing to show and answer with the memory-free prompt, zero_shot's."""
+    return memory.episodic is not None and memory.episodic.size(user) == 0 and pool_of(user) not in memory.semantic
 
 
 def in_order(config, examples: list[dict]) -> list[dict]:
@@ -39,26 +39,22 @@ def rendered(run, template: str, item: Item, shown: list[dict], advice: str | No
                                      run.config.parts)
 
 
-def performance_prompt(run, name: str, item: Item, vector, exclude: str | None = None, episodic=None,
-                       semantic: dict | None = None):
+def performance_prompt(run, name: str, item: Item, vector, exclude: str | None, memory: Memory):
     """(prompt, entries) of strategy `name` for `item` (whose question encodes to `vector`) in the
-    pipeline.Run `run`, never showing the entry `exclude`; None when the strategy needs the semantic
-    memory of the item's pool and there is none. The entries are a ``Retrieved``: a list, nearest
-    first, with ``scores`` (each one's similarity to the question) and ``injected_tokens`` (the
-    tokens their examples add to the prompt: the prompt's tokens less those of the same template
-    without examples, counted with the model's tokenizer, each prompt once; None when the run neither
-    gates nor budgets its examples: they are not counted then). The memory shown is the run's critique
-    memory, or ``episodic`` (an EpisodicMemory) and ``semantic`` (pool -> its semantic record) when given
-    (a budgeted critique strategy's: critique.engine.field.budgeted)."""
+    pipeline.Run `run`, over `memory` (critique.engine.memory.value.Memory: the train stage's, or one made
+    elsewhere: a Learner's, a de-inflation arm's, a stream's notes, a budgeted strategy's), never showing the entry
+    `exclude`; None when the strategy needs the semantic memory of the item's pool and there is none. The entries
+    are a ``Retrieved``: a list, nearest first, with ``scores`` (each one's similarity to the question) and
+    ``injected_tokens`` (the tokens their examples add to the prompt: the prompt's tokens less those of the same
+    template without examples, counted with the model's tokenizer, each prompt once; None when the run neither
+    gates nor budgets its examples: they are not counted then)."""
     strategy = STRATEGIES[name]
-    episodic = run.memory if episodic is None else episodic
-    semantic = run.semantic if semantic is None else semantic
-    if name != EP_LABEL and (strategy.episodic or strategy.semantic) and empty_pool(episodic, semantic, item.user):
+    if name != EP_LABEL and (strategy.episodic or strategy.semantic) and empty_pool(memory, item.user):
         return agents.performance_prompt(STRATEGIES[ZERO_SHOT].template, run.task, item, run.space, [], None,
                                          run.config.parts), Retrieved()
     advice = None
     if strategy.semantic:
-        advice = (semantic.get(pool_of(item.user)) or {}).get("advice")
+        advice = memory.summary(item.user).get("advice")
         if not advice:
             return None
 
@@ -78,7 +74,7 @@ def performance_prompt(run, name: str, item: Item, vector, exclude: str | None =
     def added(shown: list[dict]) -> int:  # the tokens the examples `shown` add to the prompt
         return tokens(shown) - tokens([])
 
-    pool = run.label_memory() if name == EP_LABEL else episodic
+    pool = memory.labels if name == EP_LABEL else memory.episodic
     examples = selection.choose(run.config, pool, vector, item.user, exclude, added)
     if not examples and selection.silent_when_empty(run.config):
         return render(STRATEGIES[SEM_CRIT if strategy.semantic else ZERO_SHOT].template, []), examples

@@ -1,5 +1,6 @@
-"""The pipeline: the train stage (initial predictions, critiques, semantic summary), then
-each strategy on the test split. Every call and prediction goes to the run directory.
+"""The pipeline: the train stage (initial predictions, critiques, semantic summary), which returns the memory it
+made (critique.engine.memory.value.Memory), then each strategy on the test split over that memory. Every call and
+prediction goes to the run directory.
 
 Resuming: a prediction already in ``predictions.jsonl`` is not redone, and a call whose
 request hash is already in ``calls.jsonl`` (without error) is not made again; its logged
@@ -10,9 +11,10 @@ continues where it stopped without doubling a record.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
-from critique.engine import agents, many_shot, parsing, performance, prompts
+from critique.engine import agents, many_shot, parsing, prompts
 from critique.base import records
 from critique.base import rundir
 from critique.datasets.splits import Dataset, Item
@@ -21,9 +23,10 @@ from critique.llm.client import LLM, LLMResult
 from critique.engine.memory import critic, semantic
 from critique.base.config import RunConfig
 from critique.engine.memory.episodic import EpisodicMemory, entry_id, pool_of
+from critique.engine.memory.value import Memory
 from critique.engine.run_directory import pkey
 from critique.engine.step import Step
-from critique.base.vocab import CRITIQUE, MANY_SHOT, SUMMARY, TRAIN
+from critique.base.vocab import CRITIQUE, EP_LABEL, MANY_SHOT, SUMMARY, TRAIN
 from critique.engine import question
 from critique.engine.methods import hook, method, needed_stages, offline_stages, prompt_order
 from critique.engine.strategies import TRAIN_STAGES
@@ -36,8 +39,6 @@ class Run(Step):
     def __init__(self, out: Path, config: RunConfig, dataset: Dataset, llm: LLM, encoder,
                  probe: dict | None = None, ablation: dict | None = None, progress: bool = True,
                  learner: bool = False):
-        from dataclasses import replace
-
         from critique.llm.params import run_effort
 
         if getattr(config, "train_fraction", None) is not None:
@@ -49,9 +50,6 @@ class Run(Step):
         super().__init__(Path(out), config, dataset, llm, probe, ablation, learner)
         self.encoder, self.progress = encoder, progress
         self.task = prompts.Task(dataset.card.task, config.prompts)  # every prompt of the run: config.prompts's set
-        self.memory: EpisodicMemory | None = None
-        self.labels: EpisodicMemory | None = None  # every train item with its gold label: EP_LABEL's examples
-        self.semantic: dict[str, dict] = {}
         self.learned: dict[str, object] = {}  # a memory method's memory from its own offline stage, by its name
 
     def _manifest(self, old: dict | None) -> dict:
@@ -63,15 +61,17 @@ class Run(Step):
         return records.check("manifest", manifest)
 
     # ---- train stage ----------------------------------------------------------------
-    async def train_stage(self, stages: tuple[str, ...] = TRAIN_STAGES) -> None:
+    async def train_stage(self, stages: tuple[str, ...] = TRAIN_STAGES) -> Memory:
         """The train stage's ``stages`` (critique.engine.strategies.TRAIN_STAGES; a plain run makes those its
-        strategies need: needed_stages)."""
+        strategies need: needed_stages), and the memory they made: the critique stage's episodic memory and
+        EP_LABEL's pool, the summary's semantic memory. A stage not made leaves its part empty; without the
+        critique stage, EP_LABEL's pool is made of the train items alone when the run answers with EP_LABEL."""
         if TRAIN in stages:
             await self.initial_predictions()
-        if CRITIQUE in stages:
-            await self.critiques()
+        memory = await self.critiques() if CRITIQUE in stages else Memory(labels=self._labels_without_critiques())
         if SUMMARY in stages:
-            await self.summaries()
+            memory = replace(memory, semantic=await self.summaries(memory.episodic))
+        return memory
 
     async def initial_predictions(self) -> None:
         todo = [i for i in self.dataset.train if pkey("train_predict", None, i.user, i.id) not in self.predictions]
@@ -83,49 +83,48 @@ class Run(Step):
     def initial_answer(self, item: Item) -> str | None:
         return agents.critiqued_answer(self.predictions.get(pkey(TRAIN, None, item.user, item.id)))
 
-    async def critiques(self) -> None:
-        """Episodic memory from the critique stage (critique.engine.memory.critic: the strict assertion
-        check, --on-mismatch, --critic), and the label pool of EP_LABEL: every train item with its label,
-        whether or not its critique parsed or entered memory (with a gold critic the label baseline never
-        depends on the critic; with a self critic the label is the critic's believed answer). Both share
-        one encoding of the train questions."""
+    async def critiques(self) -> Memory:
+        """The critique stage's memory (no semantic memory yet): its episodic memory (critique.engine.memory.critic:
+        the strict assertion check, --on-mismatch, --critic), saved, and the label pool of EP_LABEL: every train
+        item with its label, whether or not its critique parsed or entered memory (with a gold critic the label
+        baseline never depends on the critic; with a self critic the label is the critic's believed answer). Both
+        share one encoding of the train questions."""
         entries = await critic.critiques(self)
         train = self.dataset.train
         vectors = self.encoder.encode([i.question for i in train])
         row = {entry_id(item): n for n, item in enumerate(train)}
-        self.memory = EpisodicMemory(entries, vectors[[row[e["id"]] for e in entries]])
-        self.memory.save(self.out / rundir.MEMORY)
-        self.labels = self._label_pool(vectors)
-
-    def use_memory(self, episodic: EpisodicMemory, pools: dict[str, dict]) -> None:
-        """Answer from this memory (episodic, and the semantic memory of each pool), made elsewhere: a fitted
-        Learner's, or a source run's demoted by a de-inflation arm."""
-        self.memory, self.semantic = episodic, pools
+        episodic = EpisodicMemory(entries, vectors[[row[e["id"]] for e in entries]])
+        episodic.save(self.out / rundir.MEMORY)
+        return Memory(episodic, self.label_pool(episodic, vectors))
 
     def label_entry(self, item: Item, label: str | None = None) -> dict:
         """A train item as EP_LABEL shows it: question, initial answer, its label (default: the gold)."""
         return {**agents.labeled_example(item, item.answer if label is None else label),
                 "initial_answer": self.initial_answer(item) or agents.NO_ANSWER}
 
-    def _label_pool(self, vectors) -> EpisodicMemory:
-        """EP_LABEL's pool: the train items that have a label to show (critic.ep_labels), with it."""
-        shown = critic.ep_labels(self, self.memory.entries if self.memory is not None else [])
+    def label_pool(self, episodic: EpisodicMemory | None, vectors=None) -> EpisodicMemory:
+        """EP_LABEL's pool: the train items that have a label to show (critic.ep_labels: with a self critic, the
+        answer the critic believes in ``episodic``'s entries), with it; ``vectors``: the train questions' encoding,
+        when made already."""
+        if vectors is None:
+            vectors = self.encoder.encode([i.question for i in self.dataset.train])
+        shown = critic.ep_labels(self, episodic.entries if episodic is not None else [])
         keep = [n for n, item in enumerate(self.dataset.train) if entry_id(item) in shown]
         return EpisodicMemory([self.label_entry(self.dataset.train[n], shown[entry_id(self.dataset.train[n])])
                                for n in keep], vectors[keep])
 
-    def label_memory(self) -> EpisodicMemory:
-        """The label pool (made here when the critique stage did not run in this process: a Learner)."""
-        if self.labels is None:
-            self.labels = self._label_pool(self.encoder.encode([i.question for i in self.dataset.train]))
-        return self.labels
+    def _labels_without_critiques(self) -> EpisodicMemory | None:
+        """EP_LABEL's pool when the critique stage did not run (a gold critic: the labels need no critique), made
+        only when the run answers with EP_LABEL."""
+        return self.label_pool(None) if EP_LABEL in self.config.strategies else None
 
-    async def summaries(self) -> None:
-        """Each pool's semantic memory: its critiques distilled in chunks that fit the context,
-        merged until one advice list remains (critique.engine.memory.semantic)."""
+    async def summaries(self, episodic: EpisodicMemory) -> dict[str, dict]:
+        """Each pool's semantic memory (pool -> its record), saved: the critiques of ``episodic`` distilled in
+        chunks that fit the context, merged until one advice list remains (critique.engine.memory.semantic)."""
         pools: dict[str, list[dict]] = {}
-        for entry in self.memory.entries:
+        for entry in episodic.entries:
             pools.setdefault(pool_of(entry["user"]), []).append(entry)
+        made: dict[str, dict] = {}
 
         async def one(pool: str) -> None:
             user = None if pool == "all" else pool
@@ -134,10 +133,12 @@ class Run(Step):
                 return await self.call(SUMMARY, None, None, user, prompt, self.summary_schema(), "summary",
                                        extra={"summary_level": level, "summary_chunk": chunk})
 
-            self.semantic[pool] = self.semantic_record(await self.distiller(call).distil(pools[pool]), pools[pool])
+            made[pool] = self.semantic_record(await self.distiller(call).distil(pools[pool]), pools[pool])
 
         await self.each(sorted(pools), one, "semantic memory")
-        semantic.save(self.out / rundir.MEMORY, dict(sorted(self.semantic.items())))
+        made = dict(sorted(made.items()))
+        semantic.save(self.out / rundir.MEMORY, made)
+        return made
 
     def distiller(self, call) -> semantic.Distiller:
         """The summary's distiller for the run's context window and --advice-sources, each of its calls
@@ -161,9 +162,10 @@ class Run(Step):
             context_tokens=self.llm.context_window, tree=[[node.record() for node in level] for level in done.tree])
 
     # ---- test stage -----------------------------------------------------------------
-    async def test_stage(self, policy: Policy = SHARED) -> None:
-        """Each strategy on every test question; ``policy``: where the answers may come from (an ablation whose
-        test stage is an independent trial: critique.engine.policy.INDEPENDENT)."""
+    async def test_stage(self, memory: Memory, policy: Policy = SHARED) -> None:
+        """Each strategy on every test question, the critique strategies over ``memory`` (the train stage's, or one
+        made elsewhere: a de-inflation arm's); ``policy``: where the answers may come from (an ablation whose test
+        stage is an independent trial: critique.engine.policy.INDEPENDENT)."""
         vectors = dict(zip((entry_id(i) for i in self.dataset.test),
                            self.encoder.encode([i.question for i in self.dataset.test])))
         # Question by question, in PREFIX_ORDER: a local model reuses the shared prompt prefix
@@ -174,26 +176,21 @@ class Run(Step):
                 if name not in online and pkey("test", name, i.user, i.id) not in self.predictions]
         await asyncio.gather(
             self.each(todo, lambda pair: question.ask(self, pair[0], pair[1], vectors[entry_id(pair[1])],
-                                                      policy=policy),
+                                                      memory=memory, policy=policy),
                       f"test ({', '.join(order)})"),
             *(method(name).test(self, vectors, policy) for name in online))
 
-    def performance_prompt(self, name: str, item: Item, vector, exclude: str | None = None):
-        """(prompt, entries) of strategy `name` for `item` (whose question encodes to `vector`), never
-        showing the entry `exclude`; None when the strategy needs the semantic memory of the item's
-        pool and there is none. See critique.engine.performance (the entries: a Retrieved, with scores)."""
-        return performance.performance_prompt(self, name, item, vector, exclude)
-
-    def no_memory(self, item: Item) -> str:
-        """Why a strategy that needs the pool's advice has none: the summary's own error (a failed call, which a
-        rerun retries; or a reply without advice, which it does not: the reply is the model's; or a prompt that did
-        not fit the model's context, which --context-tokens cures)."""
-        why = (self.semantic.get(pool_of(item.user)) or {}).get("error") or "no summary of this pool"
+    def no_memory(self, item: Item, memory: Memory) -> str:
+        """Why a strategy that needs the pool's advice has none in ``memory``: the summary's own error (a failed
+        call, which a rerun retries; or a reply without advice, which it does not: the reply is the model's; or a
+        prompt that did not fit the model's context, which --context-tokens cures)."""
+        why = memory.summary(item.user).get("error") or "no summary of this pool"
         retry = "" if "no advice in the reply" in why or semantic.CONTEXT_MISSED in why else "; rerun to retry"
         return f"no semantic memory for this pool ({why}; {rundir.MEMORY}/semantic.json){retry}"
 
     async def execute(self) -> None:
-        """The train stages the run's strategies need, their own offline stages, then the test stage."""
-        await self.train_stage(needed_stages(self.config))
+        """The train stages the run's strategies need, their own offline stages, then the test stage over the
+        memory the train stage made."""
+        memory = await self.train_stage(needed_stages(self.config))
         await offline_stages(self)
-        await self.test_stage()
+        await self.test_stage(memory)

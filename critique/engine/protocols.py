@@ -2,8 +2,9 @@
 a new method or experiment is written against these pages and not against the engine's classes.
 
 - ``RunContext``: the run a method or an experiment receives (``critique.engine.pipeline.Run`` is one): its
-  settings and data, its model and encoder, what it has logged, the memory of its train stage, and the step that
-  asks (``call``, ``answer``, ``unanswered``).
+  settings and data, its model and encoder, what it has logged, the memory methods' own memories, and the step
+  that asks (``call``, ``answer``, ``unanswered``). The critique memory of its train stage is not on it: it is a
+  value (critique.engine.memory.value.Memory) that ``Run.train_stage`` returns and the test stage is handed.
 - ``MemoryMethod``: a strategy of the test stage (critique.engine.methods registers them). Its required members
   are below; ``critique.engine.methods.Method`` gives every optional one its default, and
   ``critique.engine.methods.hook`` is the one place an optional hook of a method that does not derive from it is
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from critique.datasets.splits import Dataset, Item
     from critique.engine.agents import Prompt
     from critique.engine.memory.episodic import EpisodicMemory, Retrieved
+    from critique.engine.memory.value import Memory
     from critique.engine.policy import Policy
     from critique.engine.prompts import Task
     from critique.llm.client import LLM, LLMResult
@@ -38,8 +40,6 @@ class RunContext(Protocol):
     run_id: str
     predictions: dict[tuple, dict]  # (stage, strategy, user, item id) -> the latest prediction without an error
     logged: dict[str, dict]  # request hash -> its call record
-    memory: EpisodicMemory | None  # the critique stage's episodic memory (None before it)
-    semantic: dict[str, dict]  # pool -> its semantic memory record
     learned: dict[str, object]  # method name -> the state its ``learn`` returned
 
     async def call(self, stage: str, strategy: str | None, item_id: str | None, user: str | None, prompt: Prompt,
@@ -57,14 +57,15 @@ class RunContext(Protocol):
     async def each(self, items: list, work, desc: str) -> None:
         """``work(item)`` for every item at once (the model bounds the calls in flight)."""
 
-    def label_memory(self) -> EpisodicMemory:
-        """EP_LABEL's pool: every train item with the label the critic was shown."""
+    def label_pool(self, episodic: EpisodicMemory | None, vectors=None) -> EpisodicMemory:
+        """EP_LABEL's pool: every train item with the label the critic was shown (a self critic's: the answer it
+        believes in ``episodic``'s entries)."""
 
     def initial_answer(self, item: Item) -> str | None:
         """The train stage's answer to ``item``."""
 
-    def no_memory(self, item: Item) -> str:
-        """Why a strategy that needs the item's pool's advice has none."""
+    def no_memory(self, item: Item, memory: Memory) -> str:
+        """Why a strategy that needs the item's pool's advice has none in ``memory``."""
 
 
 class MemoryMethod(Protocol):

@@ -113,14 +113,12 @@ def config_for(base, name: str, value):
 
 
 async def execute(run) -> None:
-    """The train stage (the summary only when a strategy needs it), then the test stage."""
+    """The train stage (the summary only when a strategy needs it), then the test stage over the memory it made."""
     from critique.engine.strategies import STRATEGIES as ALL
 
-    await run.initial_predictions()
-    await run.critiques()
-    if any(ALL[s].semantic for s in run.config.strategies):
-        await run.summaries()
-    await run.test_stage(TEST_POLICY.get((run.ablation or {}).get("name"), policy.SHARED))
+    summary = any(ALL[s].semantic for s in run.config.strategies)
+    memory = await run.train_stage((TRAIN, CRITIQUE, SUMMARY) if summary else (TRAIN, CRITIQUE))
+    await run.test_stage(memory, TEST_POLICY.get((run.ablation or {}).get("name"), policy.SHARED))
 
 
 def value_label(value) -> str:

@@ -122,20 +122,25 @@ def demoted_memory(source: Path, demoted: set[str], mode: str, prompt_set: str, 
     return EpisodicMemory(entries, vectors)
 
 
-def install(run, source: Path, demoted: list[str]) -> None:
-    """Put the arm's memory into ``run`` (and its memory/ folder): RUN's, demoted; RUN's semantic memory."""
+def arm_memory(run, source: Path, demoted: list[str]):
+    """The arm's memory (critique.engine.memory.value.Memory), saved in ``run``'s memory/ folder with the demoted ids:
+    RUN's episodic memory, demoted; RUN's semantic memory."""
     from critique.engine.memory import semantic
+    from critique.engine.memory.value import Memory
 
     mode = run.probe["mode"]
-    run.use_memory(demoted_memory(source, set(demoted), mode, run.config.prompts, run.encoder),
-                   semantic.load(Path(source) / rundir.MEMORY))
-    run.memory.save(run.out / rundir.MEMORY)
-    semantic.save(run.out / rundir.MEMORY, run.semantic)
+    memory = Memory(demoted_memory(source, set(demoted), mode, run.config.prompts, run.encoder),
+                    semantic=semantic.load(Path(source) / rundir.MEMORY))
+    memory.episodic.save(run.out / rundir.MEMORY)
+    semantic.save(run.out / rundir.MEMORY, memory.semantic)
     rundir.write_json_atomic(run.out / rundir.MEMORY / DEMOTED, {"mode": mode, "ids": sorted(demoted)})
+    return memory
 
 
-def cost(run, source_hashes: set[str]) -> tuple[int, int]:
-    """(test prompts still to answer, of those the ones neither RUN's log nor this arm's answers)."""
+def cost(run, memory, source_hashes: set[str]) -> tuple[int, int]:
+    """(test prompts still to answer over the arm's ``memory``, of those the ones neither RUN's log nor this arm's
+    answers)."""
+    from critique.engine.performance import performance_prompt
     from critique.engine.run_directory import pkey
 
     test = run.dataset.test
@@ -145,7 +150,7 @@ def cost(run, source_hashes: set[str]) -> tuple[int, int]:
     vectors = dict(zip((entry_id(i.user, i.id) for i in test), run.encoder.encode([i.question for i in test])))
     new = 0
     for strategy, item in todo:
-        found = run.performance_prompt(strategy, item, vectors[entry_id(item.user, item.id)], item.id)
+        found = performance_prompt(run, strategy, item, vectors[entry_id(item.user, item.id)], item.id, memory)
         if found is None:
             continue
         prompt = found[0]
@@ -154,13 +159,21 @@ def cost(run, source_hashes: set[str]) -> tuple[int, int]:
     return len(todo), new
 
 
-def arm_work(source: Path, demoted: list[str]):
-    async def work(run) -> None:
-        if run.memory is None:
-            install(run, source, demoted)
-        await run.test_stage()
+def arm_steps(source: Path, demoted: list[str], opened=None):
+    """(setup, work) of an arm's run (critique.runner.execute_run's): ``setup(run)`` makes the arm's memory
+    (``arm_memory``) and hands it to ``opened(run, memory)`` (the command's cost line); ``work(run)`` is the test
+    stage over it."""
+    made = {}
 
-    return work
+    def setup(run) -> None:
+        made["memory"] = arm_memory(run, source, demoted)
+        if opened is not None:
+            opened(run, made["memory"])
+
+    async def work(run) -> None:
+        await run.test_stage(made["memory"])
+
+    return setup, work
 
 
 def arm_config(config, source: Path):

@@ -33,6 +33,7 @@ from critique.engine.field import memory
 from critique.engine.field.offline import BUDGET, Offline, calls_left
 from critique.engine.memory import critic
 from critique.engine.memory.episodic import EpisodicMemory, Retrieved, entry_id
+from critique.engine.memory.value import Memory
 from critique.engine.method_memory import Saved
 from critique.engine.methods import Method, register
 from critique.engine.strategies import STRATEGIES
@@ -133,8 +134,8 @@ class Budgeted(Method):
         if found is None:
             return None
         learned, pool = found
-        shown = performance.performance_prompt(run, self.strategy.name, item, vector, exclude, learned.episodic,
-                                               learned.semantic)
+        shown = performance.performance_prompt(run, self.strategy.name, item, vector, exclude,
+                                               Memory(learned.episodic, semantic=learned.semantic))
         if shown is None or pool not in learned.advice:
             return shown
         prompt, entries = shown

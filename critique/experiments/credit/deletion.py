@@ -179,14 +179,16 @@ def train_cases(run, source: dict, strategy: str, skipped: list[str]) -> list[Ca
     """Leave-one-out over train: each train question with the entries the strategy's own prompt shows it
     (critique.engine.performance) over the source run's memory, its own entry never among them."""
     from critique.engine.memory.episodic import EpisodicMemory
+    from critique.engine.memory.value import Memory
     from critique.engine.performance import performance_prompt
 
-    memory = EpisodicMemory.load(source["path"] / rundir.MEMORY, lambda: run.encoder)
+    memory = Memory(EpisodicMemory.load(source["path"] / rundir.MEMORY, lambda: run.encoder),
+                    semantic=source["semantic"])
     train = list(run.dataset.train)
     encoded = run.encoder.encode([i.question for i in train]) if train else []
     cases, empty = [], 0
     for item, vector in zip(train, encoded):
-        found = performance_prompt(run, strategy, item, vector, item.id, memory, source["semantic"])
+        found = performance_prompt(run, strategy, item, vector, item.id, memory)
         if found is None:
             skipped.append(f"{item.id}: no semantic memory for its pool")
         elif not found[1]:  # the memory-free prompt (an empty pool): nothing to delete, as test_cases skips it

@@ -107,6 +107,7 @@ def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[s
     """Each held-out question asked with each pruned strategy's own prompt (critique.engine.performance) over the
     source run's memory less each rule's entries: retrieved again from what is left, as the method would."""
     from critique.engine.memory.episodic import EpisodicMemory
+    from critique.engine.memory.value import Memory
     from critique.engine.performance import performance_prompt
 
     memory = EpisodicMemory.load(source["path"] / rundir.MEMORY, lambda: run.encoder)
@@ -114,10 +115,10 @@ def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[s
     encoded = run.encoder.encode([i.question for i in items]) if items else []
     out = []
     for label, removed in sets.items():
-        pruned = memory.pruned(set(removed))
+        pruned = Memory(memory.pruned(set(removed)), semantic=source["semantic"])
         for item, vector in zip(items, encoded):
             for strategy in PRUNED:
-                found = performance_prompt(run, strategy, item, vector, item.id, pruned, source["semantic"])
+                found = performance_prompt(run, strategy, item, vector, item.id, pruned)
                 if found is None:
                     skipped.append(f"{strategy} {item.id}: no semantic memory for its pool")
                     continue

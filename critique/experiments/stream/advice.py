@@ -41,8 +41,8 @@ class Advice:
         self.new.setdefault(pool, []).append(entry)
 
     def shown(self, disabled: set[str]) -> dict[str, dict]:
-        """Per pool, the advice a prompt shows (Run.semantic's form): its lines less those whose sources are all
-        disabled notes; a pool with none left has no advice."""
+        """Per pool, the advice a prompt shows (a Memory's ``semantic``: critique.engine.memory.value): its lines less
+        those whose sources are all disabled notes; a pool with none left has no advice."""
         out = {}
         for pool, lines in self.lines.items():
             kept = [line["text"] for line in lines if not set(line["source_ids"]) <= disabled]

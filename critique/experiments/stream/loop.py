@@ -46,6 +46,7 @@ from critique.engine import performance, question
 from critique.engine.memory import critic
 from critique.engine.memory.episodic import EpisodicMemory, Retrieved, entry_id, pool_of
 from critique.engine.memory.notes import AGREEMENT, Notes
+from critique.engine.memory.value import Memory
 from critique.engine.run_directory import pkey
 from critique.experiments.stream import checks
 from critique.experiments.stream.spec import RANDOM, RANK_DEPTH, STREAM, STREAM_CRITIQUE, parse_feedback
@@ -138,14 +139,14 @@ class Stream:
         if self.probe["start"] != "train":
             return
         failed = self.run.calls_failed_now
-        await self.run.train_stage((TRAIN, CRITIQUE, SUMMARY) if self.advice else (TRAIN, CRITIQUE))
+        memory = await self.run.train_stage((TRAIN, CRITIQUE, SUMMARY) if self.advice else (TRAIN, CRITIQUE))
         if self.run.calls_failed_now > failed or any(key[0] == TRAIN for key in self.run.failed_predictions):
             self.stopped = "the train stage: a call failed (calls.jsonl, predictions.jsonl)"
             return
         if self.advice:
-            self.advice.start(self.run.semantic)
-        memory = self.run.memory
-        for entry, vector in zip(memory.entries, memory.vectors()):
+            self.advice.start(memory.semantic)
+        episodic = memory.episodic
+        for entry, vector in zip(episodic.entries, episodic.vectors()):
             self.notes.add(entry, step=None, feedback="train", why="the train memory")
             self.vectors[entry["id"]] = vector
 
@@ -171,7 +172,7 @@ class Stream:
         name = EP_SEM_CRIT if self.advice else EP_CRIT
 
         def found(strategy: str):  # the strategy's prompt over the notes as they stand (a value, not the run's)
-            return performance.performance_prompt(run, strategy, item, vector, item.id, notes, advice)
+            return performance.performance_prompt(run, strategy, item, vector, item.id, Memory(notes, semantic=advice))
 
         prompt, shown = found(name) or found(EP_CRIT)  # None: EP+SEM_CRIT in a pool with no advice yet
         latest = self.notes.latest()

@@ -81,7 +81,9 @@ def test_a_skipped_c4_says_how_many_points_have_both(shipped):
 
 
 QWEN = "local/qwen2.5-coder-0.5b"
-QWEN_STRATEGIES = ("zero_shot", "EP_LABEL", "EP_CRIT")
+# the strategies each control was run with on the model that learns (logs/control-*-qwen.toml)
+QWEN_STRATEGIES = {"control-pos": ("zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"),
+                   "control-neg": ("zero_shot", "EP_LABEL", "EP_CRIT")}
 
 
 def _cell(row: dict) -> str:
@@ -92,8 +94,8 @@ def _cell(row: dict) -> str:
 def test_the_controls_on_the_model_that_learns(shipped, dataset):
     """docs/results.md's row of each control on Qwen2.5-Coder-0.5B is Table 1's."""
     rows = {r["strategy"]: r for r in shipped["table1"] if r["model"] == QWEN and r["dataset"] == dataset}
-    assert set(rows) == set(QWEN_STRATEGIES) and all(r["n"] == 250 for r in rows.values())
-    cells = " | ".join(_cell(rows[s]) for s in QWEN_STRATEGIES)
+    assert set(rows) == set(QWEN_STRATEGIES[dataset]) and all(r["n"] == 250 for r in rows.values())
+    cells = " | ".join(_cell(rows[s]) for s in QWEN_STRATEGIES[dataset])
     line = f"| {dataset} | {rows['zero_shot']['majority']:.1f} | {cells} |"
     assert line in results(), line
 
@@ -113,3 +115,15 @@ def test_the_controls_paired_tests_on_the_model_that_learns(shipped_inference):
                 f"{r['discordant_wins']} / {r['discordant_losses']} | {r['p_mcnemar']:.3g} | {r['p_holm']:.3g} | "
                 f"{r['mde']:.1f} |")
         assert line in results(), line
+
+
+def test_what_the_critique_strategies_answer_on_the_positive_control(shipped):
+    """docs/results.md's answer shares of each strategy on control-pos with Qwen2.5-Coder-0.5B are the answers
+    table's."""
+    rows = {r["strategy"]: r for r in shipped["answers"] if r["model"] == QWEN and r["dataset"] == "control-pos"}
+    shares = {s: f"{rows[s]['distribution']['4']:.0f}%" for s in ("zero_shot", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT")}
+    spread = sorted(rows["EP_LABEL"]["distribution"].values())
+    assert all(rows[s]["top_answer"] == "4" for s in shares) and len(spread) == 4
+    assert (f'zero_shot answers "4" to {shares["zero_shot"]} of the questions, EP_CRIT to {shares["EP_CRIT"]}, '
+            f'SEM_CRIT to {shares["SEM_CRIT"]}, EP+SEM_CRIT to {shares["EP+SEM_CRIT"]}, while EP_LABEL spreads its '
+            f'answers over the four vaults ({spread[0]:.0f}-{spread[-1]:.0f}% each)') in results()

@@ -111,12 +111,12 @@ def one(data: Path, server: Server, work: Path, concurrency: int, latency: float
     try:
         async def go():
             nonlocal before
-            await run.train_stage()  # starts the call processes, if any (untimed)
+            memory = await run.train_stage()  # starts the call processes, if any (untimed)
             before = server.requests()
             workers = run.llm._processes.pids() if run.llm._processes is not None else []
             wall, cpu = time.perf_counter(), time.process_time()
             others = (cpu_of(workers), cpu_of([server.proc.pid]))
-            await run.test_stage()
+            await run.test_stage(memory)
             others = (cpu_of(workers) - others[0], cpu_of([server.proc.pid]) - others[1])
             return time.perf_counter() - wall, time.process_time() - cpu, *others
 

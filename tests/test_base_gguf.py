@@ -36,7 +36,7 @@ def test_the_completion_form_is_plain_text_ending_with_the_cue(base_gguf):
                 {"role": "assistant", "content": '{"answer": "1"}'}, {"role": "user", "content": "Q: second?"}]
     text = local_llm._chat(str(base_gguf))(messages=messages).prompt
     bos = vocab._model.token_get_text(vocab.token_bos())  # the file's own begin token, then no role marker
-    assert text == bos + 'Pick 1 or 2.\n\nQ: first?\n\nAnswer: {"answer": "1"}\n\nQ: second?\n\nAnswer:'
+    assert text == bos + 'Pick 1 or 2.\n\nQ: first?\n\nAnswer:{"answer": "1"}\n\nQ: second?\n\nAnswer:'
 
 
 @pytest.mark.parametrize("answer_by", ["generate", "loglikelihood"])
@@ -65,5 +65,7 @@ def test_a_file_with_a_template_keeps_its_own_form(home):
 
     path = home / "instruct.gguf"
     shutil.copyfile(local_llm.gguf_path("smollm2"), path)
-    assert local_llm.settings(str(path))["chat_template"] == gguf_file.OWN
-    assert "completion_sha256" not in local_llm.settings(str(path))
+    settings = local_llm.settings(str(path))
+    assert settings["chat_template"] == gguf_file.OWN  # as before the completion form: the same request hashes
+    assert set(settings) == {"file", "path", "size", "sha256", "weights", "chat_template", "flash_attn",
+                             "max_string_chars", "n_ctx", "n_ctx_train"}

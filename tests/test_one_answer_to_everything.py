@@ -146,6 +146,8 @@ def test_a_missing_answer_is_no_answer_and_the_counts_survive_the_cache(home, tm
     assert confusion == {("A", "A"): 1, ("B", "A"): 1, ("A", None): 1, ("B", None): 1}
     assert answers.per_class(confusion) == {"A": 50.0, "B": 0.0}
     assert answers.macro_f1(confusion, ["A", "B"]) == pytest.approx((200 * 1 / (2 + 1 + 1) + 0.0) / 2)
+    # a label of the space that is neither gold nor answer (C: a limited split never asks it) is left out, not 0
+    assert answers.macro_f1({("A", "A"): 3, ("B", "A"): 2}, ["A", "B", "C"]) == pytest.approx((200 * 3 / 8 + 0) / 2)
     assert answers.distribution(confusion) == {"A": 100.0}
     assert answers.commonest_error(confusion) == ["B", "A", 1]
     run = str(tmp_path / "r")

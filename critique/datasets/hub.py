@@ -223,9 +223,9 @@ def _import(source: str, out: Path, columns: Columns, command: str, found: dict,
     columns = _columns_found(source, first.column_names, columns)
     space, to_label = _answer_space(source, splits, columns.label)
     train, test, made = _train_test(source, splits, columns, to_label)
-    train, test = ordered(train, columns.order, columns.seed), ordered(test, columns.order, columns.seed)
     asked = {(item.user, item.question) for item in train}
     kept = [item for item in test if (item.user, item.question) not in asked]
+    train, kept = ordered(train, columns.order, columns.seed), ordered(kept, columns.order, columns.seed)
     card = DatasetCard(
         name=folder_name(source), task=columns.task or _default_task(columns.question, space), answer_space=space,
         kind="preference" if columns.user else "single", source=source, license=_license(source, first),

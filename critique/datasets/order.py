@@ -18,12 +18,11 @@ MIN_ITEMS = 10  # a limit below this is a smoke test: its first items are not ch
 
 def interleaved(items: list, seed: int) -> list:
     """``items`` in the interleaved order (see the module's doc), the same for the same items and seed."""
+    groups: dict = {}
+    for item in items:
+        groups.setdefault(item.user, {}).setdefault(item.answer, []).append(item)
     out = []
-    for user in dict.fromkeys(item.user for item in items):
-        by_label: dict[str, list] = {}
-        for item in items:
-            if item.user == user:
-                by_label.setdefault(item.answer, []).append(item)
+    for user, by_label in groups.items():
         queues = []
         for label in sorted(by_label):
             mine = list(by_label[label])

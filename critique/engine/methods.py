@@ -105,6 +105,9 @@ def prompt_over(found, run, item, vector, exclude: str | None, memory: Memory | 
     """Method ``found``'s prompt for ``item``: one of the five strategies' over the critique memory ``memory``, any
     other method's over its own (``run.learned``: ``memory`` is not its)."""
     if isinstance(found, CritiqueMemory):
+        if memory is None:
+            raise ValueError(f"{found.name} answers over the critique memory: ask with the Memory the train stage "
+                             "made (critique.engine.memory.value)")
         return found.prompt(run, item, vector, exclude, memory)
     return found.prompt(run, item, vector, exclude)
 

@@ -30,11 +30,12 @@ DEFAULT_CHAT = "chat_template.default"  # llama-cpp-python's name for the file's
 TEMPLATE_KEY = "tokenizer.chat_template"
 OWN, COMPLETION_FORM = "gguf", "completion"  # how a file's prompts are formatted: its own template, or COMPLETION
 # The completion form: a chat as the plain text a base model continues. The system text, each user message (a
-# question, with its examples), each assistant message (an earlier answer) after the cue, and the cue last: the
-# model's reply is what follows "Answer:". Part of every request (``local_model.completion_sha256``).
+# question, with its examples), each assistant message (an earlier answer) right after the cue, and the cue last:
+# the model's reply is what follows "Answer:", as an earlier answer does (the same tokens where an answer is scored
+# by log-likelihood). Part of every request (``local_model.completion_sha256``).
 COMPLETION = ("{{ bos_token }}"
               "{% for message in messages %}"
-              "{% if message['role'] == 'assistant' %}Answer: {{ message['content'] }}\n\n"
+              "{% if message['role'] == 'assistant' %}Answer:{{ message['content'] }}\n\n"
               "{% else %}{{ message['content'] }}\n\n{% endif %}"
               "{% endfor %}"
               "{% if add_generation_prompt %}Answer:{% endif %}")

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 class Memory:
     """The memory the critique strategies show: ``episodic``, the critiques (EP_CRIT's and EP+SEM_CRIT's examples;
     None when the critique stage did not run); ``labels``, EP_LABEL's pool (every train item with the label its
-    example shows; None where no strategy shows it); ``semantic``, each pool's semantic memory record (the advice
-    of SEM_CRIT and EP+SEM_CRIT; empty when the summary did not run)."""
+    example shows; None when the critique stage did not run and no strategy shows it); ``semantic``, each pool's
+    semantic memory record (the advice of SEM_CRIT and EP+SEM_CRIT; empty when the summary did not run)."""
 
     episodic: EpisodicMemory | None = None
     labels: EpisodicMemory | None = None

@@ -74,10 +74,14 @@ def test_no_paired_test_of_a_control_has_a_discordant_item(tmp_path):
 
 
 def test_a_skipped_c4_says_how_many_points_have_both(shipped):
-    """The gold critic's study has one point (mcr-gen) with a suggestibility probe and a gain; C4 needs three."""
+    """The gold critic's study has one point (mcr-gen) with a suggestibility probe and a gain, and so has the positive
+    control on the model that learns (its own experiment); C4 needs three."""
+    qwen_positive = "C4 [critic=gold, prompts=turns, example_order=nearest-last, answer_by=loglikelihood, " \
+                    "control=positive]"
     assert shipped["skipped"]["C4"].endswith("; 1 has both")
+    assert shipped["skipped"][qwen_positive].endswith("; 1 has both")
     assert all(shipped["skipped"][name].endswith("; 0 have both") for name in shipped["skipped"]
-               if name.startswith("C4 ["))
+               if name.startswith("C4 [") and name != qwen_positive)
 
 
 QWEN = "local/qwen2.5-coder-0.5b"
@@ -127,3 +131,18 @@ def test_what_the_critique_strategies_answer_on_the_positive_control(shipped):
     assert (f'zero_shot answers "4" to {shares["zero_shot"]} of the questions, EP_CRIT to {shares["EP_CRIT"]}, '
             f'SEM_CRIT to {shares["SEM_CRIT"]}, EP+SEM_CRIT to {shares["EP+SEM_CRIT"]}, while EP_LABEL spreads its '
             f'answers over the four vaults ({spread[0]:.0f}-{spread[-1]:.0f}% each)') in results()
+
+
+def test_the_suggestibility_probe_on_the_positive_control(shipped):
+    """docs/results.md's sentence of the probe on control-pos with Qwen2.5-Coder-0.5B is Table 4's row."""
+    from critique.analysis.reading import logs
+
+    run = LOGS / "control-pos__local_qwen2.5-coder-0.5b__suggestibility"
+    cached = [c for (c,) in logs.rows(run, logs.CALLS, ("cached",))]
+    row, = [r for r in shipped["table4"] if r["model"] == QWEN and r["dataset"] == "control-pos"]
+    assert row["n"] == 250 and not row["errors"] and row["delivered_truth"] == row["delivered_lying"]
+    assert f"`logs/control-pos-qwen.toml`; {len(cached):,} calls, {cached.count(False):,} of them new) shows " \
+           f"that this model does read a critique of the question it answers: with a truthful critique of its own " \
+           f"zero-shot answer in the prompt it is right {row['acc_truth']:.1f}% of the time, with a lying one " \
+           f"{row['acc_lying']:.1f}% (S = {row['suggestibility']:.1f}; {row['delivered_truth']:.1f}% of the " \
+           f"critiques argued the label they were told to)" in results()

@@ -106,8 +106,9 @@ def warn_small_pools(run) -> None:
 
 
 def warn_narrow_limit(whole, dataset, limit: int | None) -> None:
-    """Say so when --limit kept a test split with fewer labels than it could have (the dataset is stored in an
-    order that groups its labels: its first items are no sample of it; critique.datasets.order)."""
+    """Say so when --limit kept a test split with far fewer labels than as many random items would hold (the
+    dataset is stored in an order that groups its labels: its first items are no sample of it;
+    critique.datasets.order.narrowed). Single-pool data only: preference data is limited per user."""
     import sys
 
     from critique.datasets.order import narrowed

@@ -5,7 +5,8 @@ first items are no sample of it. ``interleaved`` orders a split so that every pr
 (preference data keeps its users in their order), each label's items in a seeded shuffle, then one item of
 each label in turn (labels in sorted order), so the first N items cover min(N, labels) labels and keep about the
 split's label shares. An import asks for it with ``--order interleaved`` (a preset's ``order``); its card
-records the order. ``coverage`` says how many labels a limited split still holds, for the run's warning.
+records the order. ``narrowed`` says when a limited split holds far fewer labels than random items would, for
+the run's warning.
 """
 
 from __future__ import annotations

@@ -109,6 +109,10 @@ def analyse(args) -> Analysis:
         result.tables.append(deinflate.table(logs.runs, problems))
     if any(m.get("probe") == "overturn" for m in logs.runs):  # critique probe overturn
         result.tables.append(overturn.table(logs.runs, problems))
+    if any(m.get("probe") == "conditioning" for m in logs.runs):  # critique probe conditioning
+        from critique.analysis.memory import conditioning
+
+        result.tables.append(conditioning.table(logs.runs, problems))
     if any(m.get("probe") == "stream" for m in logs.runs):  # critique stream: the online tables
         from critique.analysis.memory import online
 

@@ -92,6 +92,9 @@ DEINFLATE = "deinflate"
 DEMOTIONS = ("doubt", "drop")
 # The overturn probe (critique probe overturn): a false critique alone, then with a true one, both orders.
 OVERTURN = "overturn"
+# The conditioning probe (critique probe conditioning): a preamble of the agent's own past outcomes, or of the
+# procedures the critiques of the same answers drew, against none.
+CONDITIONING = "conditioning"
 
 
 def canonical_strategy(name: str) -> str:

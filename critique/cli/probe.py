@@ -35,6 +35,11 @@ def register(sub) -> None:
                                           "with provenance: how often the true note wins")
     add_experiment_options(o, "run directory (default runs/<dataset>__<model>__overturn)")
     o.set_defaults(func=main)
+    d = kinds.add_parser("conditioning", help="a preamble of the agent's own past outcomes, or of the procedures its "
+                                              "critiques drew, against none, at several lengths")
+    add_experiment_options(d, "run directory (default runs/<dataset>__<model>__conditioning-<lengths>)")
+    d.add_argument("--lengths", default="1,4,16", help="the preamble's entries, comma-separated (default 1,4,16)")
+    d.set_defaults(func=main)
 
 
 def main(args) -> int:
@@ -46,6 +51,8 @@ def main(args) -> int:
     config = config_from_args(args, strategies="zero_shot")
     if args.probe == "overturn":
         return overturn_main(args, config)
+    if args.probe == "conditioning":
+        return conditioning_main(args, config)
     if args.probe == "suggestibility":
         try:
             probe = probes.suggestibility_probe(probes.parse_attribution(args.attribution))
@@ -95,6 +102,41 @@ def overturn_main(args, config) -> int:
     outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=overturn.overturn, setup=say_cost,
                              progress=not args.quiet)
     from critique.analysis.memory import overturn as table
+
+    print(table.text(out))
+    print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
+    return report_errors([out])
+
+
+def conditioning_main(args, config) -> int:
+    from critique.base.cost import print_cost
+    from critique.base.errors import UserError
+    from critique.datasets.registry import resolve
+    from critique.engine.cost_estimate import dollars
+    from critique.engine.scores import report_errors
+    from critique.experiments import conditioning, probes, reuse
+    from critique.runner import execute_run, run_name
+
+    try:
+        probe = conditioning.conditioning_probe(args.lengths)
+    except ValueError as exc:
+        raise UserError(f"--lengths: {exc}") from None
+    config = probes.probe_config(config, probe)
+    out = Path(args.out) if args.out else Path("runs") / run_name(config, probes.probe_suffix(probe))
+    checksum = resolve(config.dataset, config.data_dir).checksum
+    pool = reuse.matching_calls(reuse.default_places(config, out.parent, args.reuse), config.model, checksum,
+                                exclude=out)
+
+    def say_cost(run) -> None:
+        calls = conditioning.cost(run)
+        arms = len(conditioning.arms(probe))
+        print_cost(calls, f"the train stage still to do, then per test item each of the {arms} arms still to "
+                   "answer; fewer when a run of the same model and data or the response cache answers some", out,
+                   dollars=dollars(run, calls))
+
+    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=conditioning.conditioning, setup=say_cost,
+                             progress=not args.quiet)
+    from critique.analysis.memory import conditioning as table
 
     print(table.text(out))
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")

@@ -36,11 +36,12 @@ def prompt(template: str, **values) -> Prompt:
 
 
 def performance_prompt(template: str, task: str, item: Item, answer_space: list[str], examples: list[dict],
-                       advice: str | None, parts: str) -> Prompt:
+                       advice: str | None, parts: str, more: dict | None = None) -> Prompt:
     """The performance agent's prompt: one user message (the paper and compact sets), or a conversation whose
-    earlier turns are the examples (a set of TURN_SETS: ``turns``)."""
+    earlier turns are the examples (a set of TURN_SETS: ``turns``); ``more``: values of an experiment's own
+    template (the conditioning probe's preamble)."""
     values = dict(task=task, question=item.question, answer_space=answer_space, examples=examples,
-                  advice=advice or "", parts=parts)
+                  advice=advice or "", parts=parts, **(more or {}))
     prompt_set = prompts.set_of(task)
     free = {**values, "question": CONTENT_FREE}
     if prompt_set not in TURN_SETS:

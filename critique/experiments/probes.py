@@ -96,6 +96,8 @@ def probe_suffix(probe: dict) -> str:
         return stream_suffix(probe)
     if probe["name"] == "suggestibility":
         return "suggestibility" + (f"-{probe['attribution']}" if probe.get("attribution") else "")
+    if probe["name"] == "conditioning":
+        return "conditioning-" + "-".join(map(str, probe["lengths"]))
     split = probe.get("split", "test")
     return f"consistency-{probe['repeats']}" + ("" if split == "test" else f"-{split}")
 
@@ -260,6 +262,10 @@ def work_for(probe: dict):
         from critique.experiments.stream.loop import stream
 
         return stream
+    if probe["name"] == "conditioning":
+        from critique.experiments.conditioning import conditioning
+
+        return conditioning
     return suggestibility if probe["name"] == "suggestibility" else consistency
 
 

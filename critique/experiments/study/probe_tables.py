@@ -1,6 +1,6 @@
-"""The study file's ``[probes.*]`` tables (critique.experiments.study.file): suggestibility, consistency and
-stream, each checked completely before any call and read into the probes (manifest ``probe``) it asks of
-each cell it is limited to."""
+"""The study file's ``[probes.*]`` tables (critique.experiments.study.file): suggestibility, consistency,
+conditioning and stream, each checked completely before any call and read into the probes (manifest ``probe``)
+it asks of each cell it is limited to."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from critique.experiments.study.fields import error, filters, string_list, unkno
 CELL_FIELDS = {"datasets", "models"}  # the cells a probe is limited to
 FIELDS = {"suggestibility": {"attributions"} | CELL_FIELDS,
           "consistency": {"repeats", "split"} | CELL_FIELDS,
+          "conditioning": {"lengths"} | CELL_FIELDS,
           "stream": {"feedback", "arms", "order", "start", "conflicts", "rank", "conflict_similarity",
                      "refresh_every", "disable_test"} | CELL_FIELDS}
 
@@ -33,7 +34,7 @@ def read(path: Path, tables: dict, datasets: list[str], models: list[str]) -> di
         checked = filters(path, f"probes.{name}", spec, datasets, models)
         try:
             checked["probes"] = {"suggestibility": _suggestibility, "consistency": _consistency,
-                                 "stream": _stream}[name](path, spec)
+                                 "conditioning": _conditioning, "stream": _stream}[name](path, spec)
         except (ValueError, UserError) as exc:
             raise error(f"{path}: probes.{name}: {exc}") from None
         read_[name] = checked
@@ -53,6 +54,12 @@ def _consistency(path: Path, spec: dict) -> list[dict]:
     if split not in probes.SPLITS:
         raise ValueError(f"split must be test or train, not {split!r}")
     return [probes.consistency_probe(repeats, split)]
+
+
+def _conditioning(path: Path, spec: dict) -> list[dict]:
+    from critique.experiments import conditioning
+
+    return [conditioning.conditioning_probe(spec.get("lengths", list(conditioning.LENGTHS)))]
 
 
 def _stream(path: Path, spec: dict) -> list[dict]:

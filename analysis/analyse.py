@@ -113,6 +113,10 @@ def analyse(args) -> Analysis:
         from critique.analysis.memory import conditioning
 
         result.tables.append(conditioning.table(logs.runs, problems))
+    if any(m.get("probe") == "priors" for m in logs.runs):  # critique probe priors
+        from critique.analysis.memory import priors
+
+        result.tables.append(priors.table(logs.runs, problems))
     if any(m.get("probe") == "stream" for m in logs.runs):  # critique stream: the online tables
         from critique.analysis.memory import online
 

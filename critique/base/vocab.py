@@ -95,6 +95,9 @@ OVERTURN = "overturn"
 # The conditioning probe (critique probe conditioning): a preamble of the agent's own past outcomes, or of the
 # procedures the critiques of the same answers drew, against none.
 CONDITIONING = "conditioning"
+# The revocable-priors probe (critique probe priors): EP_CRIT's notes marked as priors to drop on contradiction,
+# against the same notes unmarked.
+PRIORS = "priors"
 
 
 def canonical_strategy(name: str) -> str:

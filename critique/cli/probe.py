@@ -40,6 +40,10 @@ def register(sub) -> None:
     add_experiment_options(d, "run directory (default runs/<dataset>__<model>__conditioning-<lengths>)")
     d.add_argument("--lengths", default="1,4,16", help="the preamble's entries, comma-separated (default 1,4,16)")
     d.set_defaults(func=main)
+    r = kinds.add_parser("priors", help="EP_CRIT's notes marked as priors to drop where the question contradicts "
+                                        "them, against the same notes unmarked")
+    add_experiment_options(r, "run directory (default runs/<dataset>__<model>__priors)")
+    r.set_defaults(func=main)
 
 
 def main(args) -> int:
@@ -51,8 +55,8 @@ def main(args) -> int:
     config = config_from_args(args, strategies="zero_shot")
     if args.probe == "overturn":
         return overturn_main(args, config)
-    if args.probe == "conditioning":
-        return conditioning_main(args, config)
+    if args.probe in ("conditioning", "priors"):
+        return preamble_main(args, config)
     if args.probe == "suggestibility":
         try:
             probe = probes.suggestibility_probe(probes.parse_attribution(args.attribution))
@@ -108,19 +112,25 @@ def overturn_main(args, config) -> int:
     return report_errors([out])
 
 
-def conditioning_main(args, config) -> int:
+def preamble_main(args, config) -> int:
+    """`critique probe conditioning` and `critique probe priors`: the train stage, then the probe's arms on every
+    test item (the calls a run of the same model and data made are answered from its log)."""
     from critique.base.cost import print_cost
     from critique.base.errors import UserError
     from critique.datasets.registry import resolve
     from critique.engine.cost_estimate import dollars
     from critique.engine.scores import report_errors
-    from critique.experiments import conditioning, probes, reuse
+    from critique.experiments import conditioning, priors, probes, reuse
     from critique.runner import execute_run, run_name
 
-    try:
-        probe = conditioning.conditioning_probe(args.lengths)
-    except ValueError as exc:
-        raise UserError(f"--lengths: {exc}") from None
+    if args.probe == "priors":
+        probe, experiment, arms = priors.priors_probe(), priors, len(priors.ARMS)
+    else:
+        try:
+            probe = conditioning.conditioning_probe(args.lengths)
+        except ValueError as exc:
+            raise UserError(f"--lengths: {exc}") from None
+        experiment, arms = conditioning, len(conditioning.arms(probe))
     config = probes.probe_config(config, probe)
     out = Path(args.out) if args.out else Path("runs") / run_name(config, probes.probe_suffix(probe))
     checksum = resolve(config.dataset, config.data_dir).checksum
@@ -128,16 +138,16 @@ def conditioning_main(args, config) -> int:
                                 exclude=out)
 
     def say_cost(run) -> None:
-        calls = conditioning.cost(run)
-        arms = len(conditioning.arms(probe))
+        calls = experiment.cost(run)
         print_cost(calls, f"the train stage still to do, then per test item each of the {arms} arms still to "
                    "answer; fewer when a run of the same model and data or the response cache answers some", out,
                    dollars=dollars(run, calls))
 
-    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=conditioning.conditioning, setup=say_cost,
+    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=probes.work_for(probe), setup=say_cost,
                              progress=not args.quiet)
-    from critique.analysis.memory import conditioning as table
+    from critique.analysis.memory import conditioning as conditioning_table
+    from critique.analysis.memory import priors as priors_table
 
-    print(table.text(out))
+    print((priors_table if args.probe == "priors" else conditioning_table).text(out))
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
     return report_errors([out])

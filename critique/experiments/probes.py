@@ -98,6 +98,8 @@ def probe_suffix(probe: dict) -> str:
         return "suggestibility" + (f"-{probe['attribution']}" if probe.get("attribution") else "")
     if probe["name"] == "conditioning":
         return "conditioning-" + "-".join(map(str, probe["lengths"]))
+    if probe["name"] == "priors":
+        return "priors"
     split = probe.get("split", "test")
     return f"consistency-{probe['repeats']}" + ("" if split == "test" else f"-{split}")
 
@@ -266,6 +268,10 @@ def work_for(probe: dict):
         from critique.experiments.conditioning import conditioning
 
         return conditioning
+    if probe["name"] == "priors":
+        from critique.experiments.priors import priors
+
+        return priors
     return suggestibility if probe["name"] == "suggestibility" else consistency
 
 

@@ -1,5 +1,5 @@
 """The study file's ``[probes.*]`` tables (critique.experiments.study.file): suggestibility, consistency,
-conditioning and stream, each checked completely before any call and read into the probes (manifest ``probe``)
+conditioning, priors and stream, each checked completely before any call and read into the probes (manifest ``probe``)
 it asks of each cell it is limited to."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ CELL_FIELDS = {"datasets", "models"}  # the cells a probe is limited to
 FIELDS = {"suggestibility": {"attributions"} | CELL_FIELDS,
           "consistency": {"repeats", "split"} | CELL_FIELDS,
           "conditioning": {"lengths"} | CELL_FIELDS,
+          "priors": set(CELL_FIELDS),
           "stream": {"feedback", "arms", "order", "start", "conflicts", "rank", "conflict_similarity",
                      "refresh_every", "disable_test"} | CELL_FIELDS}
 
@@ -34,7 +35,7 @@ def read(path: Path, tables: dict, datasets: list[str], models: list[str]) -> di
         checked = filters(path, f"probes.{name}", spec, datasets, models)
         try:
             checked["probes"] = {"suggestibility": _suggestibility, "consistency": _consistency,
-                                 "conditioning": _conditioning, "stream": _stream}[name](path, spec)
+                                 "conditioning": _conditioning, "priors": _priors, "stream": _stream}[name](path, spec)
         except (ValueError, UserError) as exc:
             raise error(f"{path}: probes.{name}: {exc}") from None
         read_[name] = checked
@@ -60,6 +61,12 @@ def _conditioning(path: Path, spec: dict) -> list[dict]:
     from critique.experiments import conditioning
 
     return [conditioning.conditioning_probe(spec.get("lengths", list(conditioning.LENGTHS)))]
+
+
+def _priors(path: Path, spec: dict) -> list[dict]:
+    from critique.experiments import priors
+
+    return [priors.priors_probe()]
 
 
 def _stream(path: Path, spec: dict) -> list[dict]:

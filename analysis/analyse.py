@@ -113,6 +113,10 @@ def analyse(args) -> Analysis:
         from critique.analysis.memory import conditioning
 
         result.tables.append(conditioning.table(logs.runs, problems))
+    from critique.analysis.memory import admission
+
+    if any((m.get("settings") or {}).get("admission", "all") != "all" for m in logs.runs):  # --admission
+        result.tables.append(admission.table(logs.runs, problems))
     if any(m.get("probe") == "priors" for m in logs.runs):  # critique probe priors
         from critique.analysis.memory import priors
 

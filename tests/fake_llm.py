@@ -16,9 +16,10 @@ a prompt of more than N (whitespace) tokens with litellm's ContextWindowExceeded
 reports F times the reply's tokens as its usage (a provider that bills more than the reply's length).
 FAKE_LLM_CRITIC_WRONG=LABEL,... makes a critique told one of those labels assert another one ("1",
 or "2" when told "1"); a critique asked again (a request with an earlier assistant reply: the
-recritique) asserts the label it was told, unless that label is in FAKE_LLM_RECRITIC_WRONG. A self critic
-(--critic self: no label) believes an option chosen by a hash of the prompt (FAKE_LLM_SELF=lenient: the answer
-it judges, always called right). Run as a
+recritique) asserts the label it was told, unless that label is in FAKE_LLM_RECRITIC_WRONG; a critique
+told one of the labels of FAKE_LLM_OUTCOME_NOTES=LABEL,... gives reasons that only state the outcome (no
+instruction). A self critic (--critic self: no label) believes an option chosen by a hash of the prompt
+(FAKE_LLM_SELF=lenient: the answer it judges, always called right). Run as a
 script it is the `critique` command with this provider registered, for tests that kill a run.
 """
 
@@ -71,6 +72,10 @@ def _reply(messages: list[dict], schema: dict | None) -> str:
         again = any(m["role"] == "assistant" for m in messages)
         wrong = os.environ.get("FAKE_LLM_RECRITIC_WRONG" if again else "FAKE_LLM_CRITIC_WRONG", "").split(",")
         said = ("2" if gold == "1" else "1") if gold in wrong else gold
+        if gold in os.environ.get("FAKE_LLM_OUTCOME_NOTES", "").split(","):  # reasons that state the outcome only
+            return json.dumps({"correct_answer": f"The correct answer is {said}.",
+                               "local_reason": f"The answer to this question was {gold}.{echo}",
+                               "global_reason": f"This one was answered {gold}.{echo}"})
         return json.dumps({"correct_answer": f"The correct answer is {said}.",
                            "local_reason": f"Here {gold} follows from the conditions.{echo}",
                            "global_reason": f"Apply the high-priority condition first.{echo}"})

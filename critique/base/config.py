@@ -19,6 +19,9 @@ DEFAULT_EFFORT = "medium"
 # (the gold one, or a flipped one with --critic noisy:R)
 # (critique.engine.memory.critic): keep it (as the paper), drop it, or ask the critic once more.
 ON_MISMATCH = ("keep", "drop", "recritique")
+# Which critiques may enter memory at all (critique.engine.memory.admission): every one that parsed, or only those
+# that carry an instruction constraining a future decision (rule R1 of docs/memory.md section 4).
+ADMISSIONS = ("all", "instruction")
 # Prompt sets, each a folder prompts/<name>/ of the same templates: "paper" follows the study's
 # prompts (their parts, order and framing); "compact" is the set shaped for prompt-prefix reuse; "turns" is
 # the paper set with the EP strategies' retrieved examples as earlier turns of the conversation.
@@ -72,6 +75,7 @@ class RunConfig:
     call_processes: int = 0  # > 1: the calls' attempts run in that many worker processes (0, 1: in this one)
     context_tokens: int | None = None  # the model's context window; None: the embedded model's, else litellm's
     on_mismatch: str = "keep"  # ON_MISMATCH: a critique whose assertion does not name the label shown to the critic
+    admission: str = "all"  # ADMISSIONS: which critiques may enter memory
     prompts: str = "paper"  # PROMPT_SETS: the templates every prompt is rendered from
     critic: str = "gold"  # CRITICS: what the critic is shown of each train item's label
     label_budget: float | None = None  # --critic self: gold labels for a nested seeded fraction of train
@@ -115,7 +119,7 @@ class RunConfig:
 # has changed since (LEGACY; see manifest_value).
 IDENTITY = ("model", "k", "parts", "limit", "seed", "max_tokens", "temperature", "reasoning_effort", "encoder",
             "train_fraction", "context_tokens",  # context_tokens: which prompts fit, how the summary is chunked
-            "on_mismatch",  # on_mismatch: which critiques enter memory
+            "on_mismatch", "admission",  # on_mismatch, admission: which critiques enter memory
             "prompts",  # prompts: the prompt set (every request hash depends on it too)
             "gate", "inject_budget", "retrieval",  # which retrieved entries enter a prompt
             "advice_sources",  # the summary prompts and replies
@@ -135,7 +139,8 @@ BOUNDS = {"k": 1, "concurrency": 1, "max_tokens": 1, "limit": 1, "timeout": 0.00
 # The greatest value, where there is one (the gate is a cosine similarity; no provider takes a temperature above 2).
 UPPER = {"gate": 1.0, "temperature": 2.0, "train_fraction": 1.0}
 # The settings that take one of a few names.
-CHOICES = {"parts": PARTS, "prompts": PROMPT_SETS, "on_mismatch": ON_MISMATCH, "retrieval": RETRIEVALS,
+CHOICES = {"parts": PARTS, "prompts": PROMPT_SETS, "on_mismatch": ON_MISMATCH, "admission": ADMISSIONS,
+           "retrieval": RETRIEVALS,
            "reasoning_effort": EFFORTS, "advice_sources": ADVICE_SOURCES, "response_format": RESPONSE_FORMATS,
            "example_order": EXAMPLE_ORDERS, "answer_by": ANSWER_BY}
 # The type of each setting's value (None is allowed where the default is None).
@@ -143,7 +148,7 @@ KINDS = {"dataset": str, "model": str, "strategies": list, "k": int, "parts": st
          "max_tokens": int, "temperature": float, "reasoning_effort": str, "api_base": str, "concurrency": int,
          "encoder": str, "use_cache": bool, "data_dir": str, "cache_dir": str, "timeout": float, "num_retries": int,
          "train_fraction": float, "endpoint_id": str, "call_processes": int, "context_tokens": int,
-         "on_mismatch": str, "prompts": str, "critic": str, "label_budget": float, "gate": float,
+         "on_mismatch": str, "admission": str, "prompts": str, "critic": str, "label_budget": float, "gate": float,
          "inject_budget": int, "retrieval": str, "advice_sources": str, "cache_size_gb": float,
          "train_budget": int, "price": str, "max_cost": float, "response_format": str, "example_order": str,
          "answer_by": str, "method_settings": str}

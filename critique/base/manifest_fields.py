@@ -116,6 +116,9 @@ CONFIG = (
           "does not name the label the critic was shown: keep (flagged, as the paper), drop "
           "(memory/dropped.jsonl) or recritique (asked once more); absent in older logs: keep", analysis=True,
           required=False),
+    Field("admission", "string", "--admission: which critiques may enter memory: all (every one that parsed) or "
+          "instruction (only those whose reasons carry an instruction; the others in memory/rejected.jsonl); absent "
+          "in older logs: all", analysis=True, required=False),
     Field("gate", "number|null", "--gate: only entries whose similarity to the question is at least this enter an "
           "episodic prompt; a prompt left with none is the memory-free one (zero_shot's; SEM_CRIT's for "
           "EP+SEM_CRIT); null (absent in older logs): no gate", analysis=True, required=False),

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from critique.base.config import (ADVICE_SOURCES, ANSWER_BY, EFFORTS, EXAMPLE_ORDERS, ON_MISMATCH, PROMPT_SETS,
-                                  RESPONSE_FORMATS, RETRIEVALS, RunConfig, SettingError)
+from critique.base.config import (ADMISSIONS, ADVICE_SOURCES, ANSWER_BY, EFFORTS, EXAMPLE_ORDERS, ON_MISMATCH,
+                                  PROMPT_SETS, RESPONSE_FORMATS, RETRIEVALS, RunConfig, SettingError)
 from critique.base.errors import UserError
 from critique.base.vocab import PARTS, STRATEGIES
 
@@ -79,6 +79,10 @@ RUN_OPTIONS = (
                                               "shown: keep it in memory, flagged (default %(default)s, as the "
                                               "paper), drop it, or recritique (ask the critic once more; both are "
                                               "logged)"}),
+    ("--admission", "admission", {"metavar": choices(ADMISSIONS),
+                                  "help": "which critiques may enter memory: all that parsed (default %(default)s), "
+                                          "or only those that carry an instruction (an imperative, a directive or a "
+                                          "condition); the others are written to memory/rejected.jsonl with why"}),
     ("--critic", "critic", {"help": "what the critic sees of each train label: gold (default, the study), noisy:R "
                             "(a seeded fraction R of the labels flipped first; noisy:0 is gold) or self (no label: "
                             "the critic judges the answer itself)"}),

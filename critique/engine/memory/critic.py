@@ -13,7 +13,9 @@ mismatches is the run's ``on_mismatch`` (``--on-mismatch``):
   its assertion names the label shown, else the first (flagged, as ``keep``); its ``recritique``
   field holds both critiques and which was kept.
 
-A critique that does not parse (or whose call failed) makes no entry, whatever ``on_mismatch``.
+A critique that does not parse (or whose call failed) makes no entry, whatever ``on_mismatch``. Of those that
+would enter, the run's ``admission`` (``--admission instruction``: critique.engine.memory.admission) keeps out
+the ones whose reasons carry no instruction, written to ``memory/rejected.jsonl``.
 
 What the critic is shown of the label is the run's ``critic`` (``--critic``; ``shown_labels``):
 
@@ -185,6 +187,19 @@ async def critique_item(run, item, seen: dict | None = None, answer=INITIAL, sta
     return entry, not (kept["assertion_mismatch"] and run.config.on_mismatch == "drop")
 
 
+def _admitted(run, entries: list[dict]) -> list[dict]:
+    """The entries the run's --admission lets into memory; the others written to memory/rejected.jsonl, and said."""
+    from critique.engine.memory import admission
+
+    if run.config.admission == admission.ALL:
+        return entries
+    kept, rejected = admission.admitted(run.config.admission, entries)
+    admission.save(run.out / rundir.MEMORY, rejected)
+    print(f"critique: --admission {run.config.admission}: {len(rejected)} of {len(entries)} critiques kept out of "
+          f"memory (no instruction in their reasons; {rundir.MEMORY}/{admission.REJECTED})", file=sys.stderr)
+    return kept
+
+
 def _say_missing(train: list, parsed: list, kept: list[dict]) -> None:
     """Say on stderr how many train items have no critique in memory, and which pools are left with none (their
     critique strategies answer with zero_shot's prompt: critique.engine.performance.empty_pool)."""
@@ -215,7 +230,7 @@ async def critiques(run) -> list[dict]:
 
     await run.each(train, one, "critiques")
     ordered = [found[entry_id(i)] for i in train if entry_id(i) in found]
-    kept = [entry for entry, keep in ordered if keep]
+    kept = _admitted(run, [entry for entry, keep in ordered if keep])
     _say_critic(run, shown)
     _say_missing(train, ordered, kept)
     mode = run.config.on_mismatch

@@ -43,7 +43,7 @@ from critique.base.records import Field
 from critique.datasets.subsets import stream_order
 from critique.base.vocab import CRITIQUE, EP_CRIT, EP_SEM_CRIT, SUMMARY, TRAIN
 from critique.engine import performance, question
-from critique.engine.memory import critic
+from critique.engine.memory import admission, critic
 from critique.engine.memory.episodic import EpisodicMemory, Retrieved, entry_id, pool_of
 from critique.engine.memory.notes import AGREEMENT, Notes
 from critique.engine.memory.value import Memory
@@ -112,6 +112,7 @@ class Stream:
         self.stopped: str | None = None
         self.unchecked = 0  # new notes the reorder verifier could not check (their options are not lines)
         self.random_picks = _random_picks(test, self.probe, run.config.seed)
+        self.rejected: list[dict] = []  # the notes --admission kept out, in the order refused
         self.advice = None
         if self.probe.get("refresh_every"):
             from critique.experiments.stream.advice import Advice
@@ -123,6 +124,7 @@ class Stream:
         """The notes a Learner's earlier steps saved in its run directory, else ``memory``'s entries (the fitted
         train memory) as notes; their vectors (the saved notes' questions encoded again)."""
         self.notes = Notes.load(self.run.out / rundir.MEMORY, self.notes.dataset)
+        self.rejected = rundir.read_jsonl(self.run.out / rundir.MEMORY / admission.REJECTED)
         train = dict(zip((e["id"] for e in memory.entries), memory.vectors()))
         fresh = not self.notes.versions
         if fresh:
@@ -212,6 +214,8 @@ class Stream:
             return False
         if entry is None or not keep:
             return True  # no critique parsed (or --on-mismatch drop left it out): nothing to write
+        if self.refused(entry, now):
+            return True  # --admission kept it out: written to memory/rejected.jsonl, not to the notes
         note = {**entry, "id": f"{STREAM}:{entry['id']}"}
         if self.notes.holds(note):  # a Learner's question learned again, the same way: nothing new
             return True
@@ -231,6 +235,16 @@ class Stream:
             return False
         if self.probe.get("demote"):
             return await checks.demote(self, note, step, now)
+        return True
+
+    def refused(self, entry: dict, now: int) -> bool:
+        """Whether the run's --admission keeps the note of ``entry`` out; a refused one is added to
+        memory/rejected.jsonl (written whole: a replayed stream writes the same records again) with the step."""
+        reason = admission.rejection(self.run.config.admission, entry)
+        if reason is None:
+            return False
+        self.rejected.append({**entry, "reason": reason, "step": now})
+        admission.save(self.run.out / rundir.MEMORY, self.rejected)
         return True
 
     def revise(self, evidence: dict, step: Step, now: int) -> None:
@@ -265,6 +279,9 @@ class Stream:
             return
         (run.out / rundir.MEMORY).mkdir(exist_ok=True)
         self.notes.attach(run.out / rundir.MEMORY, fresh=True)  # written as the stream goes
+        # the train stage's rejections stay; a replayed stream refuses its own notes again
+        self.rejected = [r for r in rundir.read_jsonl(run.out / rundir.MEMORY / admission.REJECTED)
+                         if r.get("step") is None]
         order = stream_order(run.dataset.test, self.probe["order"])
         encoded = run.encoder.encode([i.question for i in order])
         self.question_vectors = {entry_id(i): v for i, v in zip(order, encoded)}

@@ -31,6 +31,7 @@ SETTINGS = {  # top-level field -> (type, what it is)
     "advice_sources": (str, "chunk or cited"),
     "on_mismatch": (str, "what enters memory when a critique's assertion does not name the label the critic was "
                          "shown (the gold one, or a flipped one with critic noisy:R)"),
+    "admission": (str, "which critiques may enter memory: all, or instruction (only those that carry one)"),
     "critic": (str, "what the critic sees of each train label: gold, noisy:R or self"),
     "label_budget": (float, "with critic self: the nested fraction of train items whose gold label the critic sees"),
     "train_budget": (int, "tokens each memory method's own offline stage may spend"),

@@ -35,6 +35,7 @@ def base_config(study: Study, model: Model, dataset: str) -> RunConfig:
                      example_order=s.get("example_order", RunConfig.example_order),
                      answer_by=s.get("answer_by", RunConfig.answer_by),
                      on_mismatch=s.get("on_mismatch", RunConfig.on_mismatch), gate=s.get("gate", RunConfig.gate),
+                     admission=s.get("admission", RunConfig.admission),
                      inject_budget=s.get("inject_budget", RunConfig.inject_budget),
                      retrieval=s.get("retrieval", RunConfig.retrieval),
                      advice_sources=s.get("advice_sources", RunConfig.advice_sources),

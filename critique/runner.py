@@ -16,13 +16,16 @@ def safe(text: str) -> str:
 
 
 def run_name(config, suffix: str | None = None) -> str:
-    """<dataset>__<model>[__critic-<critic>][__train-budget-<N>][__settings-<S>][__<suffix>]: a run whose critic is
-    not the gold one (--critic noisy:R|self, --label-budget F), whose methods' offline stages stop at --train-budget,
-    or whose methods have settings of their own (--method-settings), never takes the folder of the run without."""
+    """<dataset>__<model>[__critic-<critic>][__admission-<A>][__train-budget-<N>][__settings-<S>][__<suffix>]: a run
+    whose critic is not the gold one (--critic noisy:R|self, --label-budget F), whose memory admits only some
+    critiques (--admission), whose methods' offline stages stop at --train-budget, or whose methods have settings
+    of their own (--method-settings), never takes the folder of the run without."""
     parts = [safe(Path(config.dataset).name), safe(config.model)]
     if config.critic != "gold":
         budget = "" if config.label_budget is None else f"-budget-{config.label_budget:g}"
         parts.append(safe(f"critic-{config.critic}{budget}"))
+    if config.admission != "all":
+        parts.append(safe(f"admission-{config.admission}"))
     if getattr(config, "train_budget", None) is not None:
         parts.append(f"train-budget-{config.train_budget}")
     if getattr(config, "method_settings", None):

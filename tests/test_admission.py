@@ -65,6 +65,16 @@ def run(home, out, *extra):
                  "--strategies", "zero_shot,EP_CRIT", "--out", str(home / out), *extra])
 
 
+def test_an_admitting_run_never_takes_the_folder_of_the_run_without():
+    from critique.base.config import RunConfig
+    from critique.runner import run_name
+
+    config = RunConfig(dataset="mcr-gen", model="fake/model")
+    assert run_name(config) == "mcr-gen__fake_model"
+    assert run_name(RunConfig(dataset="mcr-gen", model="fake/model", admission="instruction")) == \
+        "mcr-gen__fake_model__admission-instruction"
+
+
 def test_rejected_notes_are_logged_never_shown_and_the_table_recovers_the_gain(home, fake_llm, monkeypatch, capsys):
     monkeypatch.setenv("FAKE_LLM_OUTCOME_NOTES", "1")
     monkeypatch.setattr(fake_llm, "ANSWER", planted())

@@ -117,6 +117,10 @@ def analyse(args) -> Analysis:
 
     if any((m.get("settings") or {}).get("admission", "all") != "all" for m in logs.runs):  # --admission
         result.tables.append(admission.table(logs.runs, problems))
+    if any(m.get("probe") == "dose" for m in logs.runs):  # critique probe dose
+        from critique.analysis.memory import dose
+
+        result.tables.append(dose.table(logs.runs, problems))
     if any(m.get("probe") == "priors" for m in logs.runs):  # critique probe priors
         from critique.analysis.memory import priors
 

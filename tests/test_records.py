@@ -133,7 +133,7 @@ def test_the_config_definition_is_run_config():
 
 
 def _experiments() -> list[str]:
-    from critique.experiments import conditioning, overturn, priors, probes, verify  # noqa: F401  (they declare)
+    from critique.experiments import conditioning, dose, overturn, priors, probes, verify  # noqa: F401  (they declare)
     from critique.experiments.credit import deletion, prune  # noqa: F401  (they declare)
     from critique.experiments.stream import loop  # noqa: F401  (they declare)
 

@@ -114,10 +114,10 @@ PREDICTION = (
           "(answer null, correct false, not a parse failure, not an error); absent in logs written before it "
           "existed: false", analysis=True, required=False),
     Field("experiment", "object", "an experiment's own fields, under the experiment's name: {NAME: {field: value}}, "
-          "NAME the run's probe (suggestibility, consistency, verify, overturn, conditioning, priors, credit, "
-          "credit_prune, stream); each experiment declares its fields (EXPERIMENTS; the tables below this one); "
-          "absent for the study's own stages. Older logs have these fields at the top level: readers lift them "
-          "there (flat)",
+          "NAME the run's probe (suggestibility, consistency, verify, overturn, conditioning, priors, dose, "
+          "credit, credit_prune, stream); each experiment declares its fields (EXPERIMENTS; the tables below this "
+          "one); absent for the study's own stages. Older logs have these fields at the top level: readers lift "
+          "them there (flat)",
           required=False),
 )
 

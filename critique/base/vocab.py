@@ -98,6 +98,9 @@ CONDITIONING = "conditioning"
 # The revocable-priors probe (critique probe priors): EP_CRIT's notes marked as priors to drop on contradiction,
 # against the same notes unmarked.
 PRIORS = "priors"
+# The dose-response probe (critique probe dose): EP_CRIT's prompt with K entries of the run's memory, or of another
+# dataset's, K on a log scale.
+DOSE = "dose"
 
 
 def canonical_strategy(name: str) -> str:

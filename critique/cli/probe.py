@@ -44,6 +44,13 @@ def register(sub) -> None:
                                         "them, against the same notes unmarked")
     add_experiment_options(r, "run directory (default runs/<dataset>__<model>__priors)")
     r.set_defaults(func=main)
+    e = kinds.add_parser("dose", help="EP_CRIT's prompt with K entries of the run's memory, and of another dataset's "
+                                      "(--irrelevant), K on a log scale: where more memory stops helping")
+    add_experiment_options(e, "run directory (default runs/<dataset>__<model>__dose-<values>[-vs-<dataset>])")
+    e.add_argument("--values", default="1,2,4,8,16", help="the K values, comma-separated (default 1,2,4,8,16)")
+    e.add_argument("--irrelevant", metavar="RUN", help="a run directory on another, single-pool dataset: its memory "
+                                                      "is the control, as many entries as near as it has them")
+    e.set_defaults(func=main)
 
 
 def main(args) -> int:
@@ -55,7 +62,7 @@ def main(args) -> int:
     config = config_from_args(args, strategies="zero_shot")
     if args.probe == "overturn":
         return overturn_main(args, config)
-    if args.probe in ("conditioning", "priors"):
+    if args.probe in ("conditioning", "priors", "dose"):
         return preamble_main(args, config)
     if args.probe == "suggestibility":
         try:
@@ -113,24 +120,28 @@ def overturn_main(args, config) -> int:
 
 
 def preamble_main(args, config) -> int:
-    """`critique probe conditioning` and `critique probe priors`: the train stage, then the probe's arms on every
+    """`critique probe conditioning`, `priors` and `dose`: the train stage, then the probe's arms on every
     test item (the calls a run of the same model and data made are answered from its log)."""
     from critique.base.cost import print_cost
     from critique.base.errors import UserError
     from critique.datasets.registry import resolve
     from critique.engine.cost_estimate import dollars
     from critique.engine.scores import report_errors
-    from critique.experiments import conditioning, priors, probes, reuse
+    from critique.experiments import conditioning, dose, priors, probes, reuse
     from critique.runner import execute_run, run_name
 
-    if args.probe == "priors":
-        probe, experiment, arms = priors.priors_probe(), priors, len(priors.ARMS)
-    else:
-        try:
+    try:
+        if args.probe == "priors":
+            probe, experiment, arms = priors.priors_probe(), priors, len(priors.ARMS)
+        elif args.probe == "dose":
+            probe = dose.dose_probe(args.values, args.irrelevant)
+            experiment, arms = dose, len(dose.arms(probe))
+        else:
             probe = conditioning.conditioning_probe(args.lengths)
-        except ValueError as exc:
-            raise UserError(f"--lengths: {exc}") from None
-        experiment, arms = conditioning, len(conditioning.arms(probe))
+            experiment, arms = conditioning, len(conditioning.arms(probe))
+    except ValueError as exc:
+        option = {"dose": "--values/--irrelevant", "conditioning": "--lengths"}.get(args.probe, args.probe)
+        raise UserError(f"{option}: {exc}") from None
     config = probes.probe_config(config, probe)
     out = Path(args.out) if args.out else Path("runs") / run_name(config, probes.probe_suffix(probe))
     checksum = resolve(config.dataset, config.data_dir).checksum
@@ -146,8 +157,9 @@ def preamble_main(args, config) -> int:
     outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=probes.work_for(probe), setup=say_cost,
                              progress=not args.quiet)
     from critique.analysis.memory import conditioning as conditioning_table
+    from critique.analysis.memory import dose as dose_table
     from critique.analysis.memory import priors as priors_table
 
-    print((priors_table if args.probe == "priors" else conditioning_table).text(out))
+    print({"priors": priors_table, "dose": dose_table}.get(args.probe, conditioning_table).text(out))
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
     return report_errors([out])

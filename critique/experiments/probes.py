@@ -100,6 +100,9 @@ def probe_suffix(probe: dict) -> str:
         return "conditioning-" + "-".join(map(str, probe["lengths"]))
     if probe["name"] == "priors":
         return "priors"
+    if probe["name"] == "dose":
+        against = f"-vs-{probe['irrelevant_dataset']}" if probe.get("irrelevant_dataset") else ""
+        return "dose-" + "-".join(map(str, probe["values"])) + against
     split = probe.get("split", "test")
     return f"consistency-{probe['repeats']}" + ("" if split == "test" else f"-{split}")
 
@@ -272,6 +275,10 @@ def work_for(probe: dict):
         from critique.experiments.priors import priors
 
         return priors
+    if probe["name"] == "dose":
+        from critique.experiments.dose import dose
+
+        return dose
     return suggestibility if probe["name"] == "suggestibility" else consistency
 
 

@@ -1,6 +1,6 @@
 """The study file's ``[probes.*]`` tables (critique.experiments.study.file): suggestibility, consistency,
-conditioning, priors and stream, each checked completely before any call and read into the probes (manifest ``probe``)
-it asks of each cell it is limited to."""
+conditioning, priors, dose and stream, each checked completely before any call and read into the probes
+(manifest ``probe``) it asks of each cell it is limited to."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ FIELDS = {"suggestibility": {"attributions"} | CELL_FIELDS,
           "consistency": {"repeats", "split"} | CELL_FIELDS,
           "conditioning": {"lengths"} | CELL_FIELDS,
           "priors": set(CELL_FIELDS),
+          "dose": {"values", "irrelevant"} | CELL_FIELDS,
           "stream": {"feedback", "arms", "order", "start", "conflicts", "rank", "conflict_similarity",
                      "refresh_every", "disable_test"} | CELL_FIELDS}
 
@@ -35,7 +36,8 @@ def read(path: Path, tables: dict, datasets: list[str], models: list[str]) -> di
         checked = filters(path, f"probes.{name}", spec, datasets, models)
         try:
             checked["probes"] = {"suggestibility": _suggestibility, "consistency": _consistency,
-                                 "conditioning": _conditioning, "priors": _priors, "stream": _stream}[name](path, spec)
+                                 "conditioning": _conditioning, "priors": _priors, "dose": _dose,
+                                 "stream": _stream}[name](path, spec)
         except (ValueError, UserError) as exc:
             raise error(f"{path}: probes.{name}: {exc}") from None
         read_[name] = checked
@@ -67,6 +69,16 @@ def _priors(path: Path, spec: dict) -> list[dict]:
     from critique.experiments import priors
 
     return [priors.priors_probe()]
+
+
+def _dose(path: Path, spec: dict) -> list[dict]:
+    """``values`` (the K values) and ``irrelevant`` (a run directory, relative to the study file)."""
+    from critique.experiments import dose
+
+    irrelevant = spec.get("irrelevant")
+    if irrelevant is not None:
+        irrelevant = Path(irrelevant) if Path(irrelevant).is_absolute() else path.resolve().parent / irrelevant
+    return [dose.dose_probe(spec.get("values", list(dose.VALUES)), irrelevant)]
 
 
 def _stream(path: Path, spec: dict) -> list[dict]:

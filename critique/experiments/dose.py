@@ -1,0 +1,144 @@
+"""The dose-response probe (docs/memory.md section 4): accuracy as the injected memory grows, against the same
+amount of irrelevant memory.
+
+``critique probe dose --dataset D --model M [--values 1,2,4,8,16] [--irrelevant RUN]`` (manifest ``probe`` =
+``{"name": "dose", "values": [...], "irrelevant": RUN or null, "irrelevant_dataset": NAME or null}``). The train
+stage runs as the study's does (a run of the same model and data answers its calls). Each test item is asked:
+
+- ``none``: the zero-shot prompt (zero_shot's very request: the memory-off arm);
+- ``own@K``: EP_CRIT's prompt with the K nearest entries of this run's memory (at the run's K, EP_CRIT's very
+  request);
+- ``irrelevant@K`` (with ``--irrelevant RUN``, a run directory on another, single-pool dataset): the same prompt
+  with the K entries of RUN's memory nearest to the question: as much memory, as near as that memory allows,
+  about another task.
+
+The values are on a log scale by default, so the curve shows where more memory stops helping and where it starts
+to hurt. Each record says how many entries it showed (``shown``) and, for rule R7's lexical check, whether the
+answer is an option that only the memory carries (``memory_only``: a label a shown note asserts that the question
+does not hold as a word; null with no note shown). The table is critique.analysis.memory.dose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from critique.base import records, rundir
+from critique.base.records import Field
+from critique.base.vocab import CRITIQUE, DOSE, EP_CRIT, PROBE, TRAIN
+from critique.engine import agents, performance
+from critique.engine.memory import selection
+from critique.engine.run_directory import pkey
+from critique.engine.strategies import STRATEGIES
+
+NONE, OWN, IRRELEVANT = "none", "own", "irrelevant"
+VALUES = (1, 2, 4, 8, 16)
+ZERO_SHOT_TEMPLATE = "performance_zero_shot.j2"
+
+records.declare(DOSE, (
+    Field("memory", "string", "dose: whose memory the prompt showed: none, own (this run's) or irrelevant (another "
+          "dataset's run)", required=False),
+    Field("k", "integer", "dose: the entries the prompt was to show (K); 0 for none", required=False),
+    Field("shown", "integer", "dose: the entries it showed", required=False),
+    Field("memory_only", "boolean|null", "dose: the answer is an option a shown note asserts that the question "
+          "does not hold as a word (rule R7's lexical check); null when no note named an option", required=False),
+))
+
+
+def parse_values(text) -> list[int]:
+    """``"1,2,4"`` (or a list) as the sorted distinct K values; ValueError when one is not a whole number >= 1."""
+    from critique.experiments.conditioning import parse_lengths
+
+    try:
+        return parse_lengths(text)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("lengths", "values").replace("length", "value")) from None
+
+
+def dose_probe(values=VALUES, irrelevant: str | Path | None = None) -> dict:
+    """The probe; ``irrelevant``: a run directory whose memory is the control (its dataset is recorded)."""
+    probe = {"name": DOSE, "values": parse_values(values), "irrelevant": None, "irrelevant_dataset": None}
+    if irrelevant is not None:
+        path = Path(irrelevant).resolve()
+        try:
+            manifest = rundir.read_manifest(path)
+        except (OSError, ValueError) as exc:
+            raise ValueError(str(exc)) from None
+        if not (path / rundir.MEMORY / "episodic.jsonl").exists():
+            raise ValueError(f"{irrelevant}: a run without an episodic memory (memory/episodic.jsonl)")
+        if manifest["dataset"].get("kind") == "preference":
+            raise ValueError(f"{irrelevant}: a preference run; the irrelevant memory must be one pool")
+        probe.update(irrelevant=str(path), irrelevant_dataset=manifest["dataset"]["name"])
+    return probe
+
+
+def arms(probe: dict) -> list[str]:
+    kinds = (OWN, IRRELEVANT) if probe.get("irrelevant") else (OWN,)
+    return [NONE, *(f"{kind}@{k}" for kind in kinds for k in probe["values"])]
+
+
+def memory_only(answer: str | None, question: str, shown: list[dict]) -> bool | None:
+    """The answer is an option a shown note asserts, and not a word of the question (None: no note asserts)."""
+    asserted = {e.get("asserted") for e in shown} - {None}
+    if not asserted:
+        return None
+    words = set(re.findall(r"\w+", question.lower()))
+    return answer in asserted and str(answer).lower() not in words
+
+
+def _prompt(run, item, vector, pool, k: int, user):
+    """EP_CRIT's prompt for ``item`` showing the ``k`` entries of ``pool`` nearest to ``vector`` (``user``'s
+    pool of it), and those entries."""
+    template = STRATEGIES[EP_CRIT].template
+
+    def added(shown: list[dict]) -> int:
+        def count(entries):
+            return run.llm.count_tokens(performance.rendered(run, template, item, entries, None).messages)
+
+        return count(shown) - count([])
+
+    shown = selection.choose(replace(run.config, k=k), pool, vector, user, item.id, added)
+    return performance.rendered(run, template, item, shown, None), shown
+
+
+async def _ask(run, item, vector, arm: str, pools: dict) -> None:
+    if arm == NONE:
+        prompt = agents.performance_prompt(ZERO_SHOT_TEMPLATE, run.task, item, run.space, [], None, "full")
+        extra = {"memory": NONE, "k": 0, "shown": 0, "memory_only": None}
+        await run.answer(PROBE, arm, item, prompt, seed=(PROBE, arm), extra=extra)
+        return
+    kind, k = arm.split("@")
+    pool = pools[kind]
+    prompt, shown = _prompt(run, item, vector, pool, int(k), item.user if kind == OWN else None)
+    await run.answer(PROBE, arm, item, prompt, seed=(PROBE, arm), retrieved=[e["id"] for e in shown],
+                     extra=lambda outcome: {**selection.logged(shown), "memory": kind, "k": int(k),
+                                            "shown": len(shown),
+                                            "memory_only": memory_only(outcome.get("answer"), item.question, shown)})
+
+
+async def dose(run) -> None:
+    """The train stage, then every arm for every test item of ``run``'s dataset."""
+    from critique.engine.memory.episodic import EpisodicMemory
+
+    memory = await run.train_stage((TRAIN, CRITIQUE))
+    pools = {OWN: memory.episodic}
+    if run.probe.get("irrelevant"):
+        pools[IRRELEVANT] = EpisodicMemory.load(Path(run.probe["irrelevant"]) / rundir.MEMORY, lambda: run.encoder)
+    test = run.dataset.test
+    vectors = dict(zip(((i.user, i.id) for i in test), run.encoder.encode([i.question for i in test])))
+    names = arms(run.probe)
+
+    async def one(item) -> None:
+        todo = [a for a in names if pkey(PROBE, a, item.user, item.id) not in run.predictions]
+        await asyncio.gather(*(_ask(run, item, vectors[(item.user, item.id)], a, pools) for a in todo))
+
+    await run.each(test, one, DOSE)
+
+
+def cost(run) -> int:
+    """Calls at most: the train stage's still to do, then per test item each arm still to answer."""
+    train = sum(pkey(TRAIN, None, i.user, i.id) not in run.predictions for i in run.dataset.train)
+    names = arms(run.probe)
+    return 2 * train + sum(pkey(PROBE, a, i.user, i.id) not in run.predictions for i in run.dataset.test for a in names)

@@ -8,7 +8,7 @@ asks for its value; BBH's rows are expressions of 8 such tokens, written ``<expr
 ``True`` or ``False``. This module enumerates the same expressions, evaluates each with Python's precedence (not,
 then and, then or: the rule the task states), and draws a seeded sample with as many True as False targets.
 
-    python -m critique.datasets.bbh_gen rows.jsonl                # 200 rows, seed 0
+    python -m critique.datasets.bbh_gen rows.jsonl                # 100 rows, seed 0
     critique datasets import preset:bbh:boolean_expressions --from rows.jsonl
 
 Same seed and size: byte-identical files.
@@ -26,7 +26,7 @@ from pathlib import Path
 CONSTANTS = ("True", "False")
 BINARY = ("and", "or")
 TOKENS = 8  # the length of BBH's boolean_expressions rows, in tokens
-ROWS = 200  # the preset cuts them in half: 100 train, 100 test
+ROWS = 100  # the preset cuts them in half: 50 train, 50 test
 
 
 @cache

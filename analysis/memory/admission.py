@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.analysis.reading import logs
-from critique.analysis.stats.core import MDE_NOTE, detectable_effect, sign_test
+from critique.analysis.memory.arms import against, by_arm
+from critique.analysis.stats.core import MDE_NOTE
 from critique.analysis.study.cells import over_users, percent_correct
 from critique.analysis.study.tabular import Table
 from critique.base import rundir, vocab
@@ -51,21 +51,6 @@ def _stage_and_strategies(meta: dict) -> tuple[str, list[str]]:
     return vocab.TEST, list(SHOWING)
 
 
-def _by_strategy(path: Path, stage: str, problems: list[str]) -> dict[str, dict]:
-    by: dict[str, dict] = {}
-    for r in logs.predictions(path, (stage,), problems):
-        by.setdefault(r.get("strategy"), {})[(r.get("user"), r.get("item_id"))] = r
-    return by
-
-
-def _against(mine: dict, other: dict) -> dict:
-    both = [key for key in mine if key in other]
-    wins = sum(mine[k].get("correct") is True and other[k].get("correct") is not True for k in both)
-    losses = sum(mine[k].get("correct") is not True and other[k].get("correct") is True for k in both)
-    return {"vs_admit_all": 100.0 * (wins - losses) / len(both) if both else None, "wins": wins, "losses": losses,
-            "p": sign_test(wins, losses), "mde": detectable_effect(len(both), wins + losses)}
-
-
 def run_rows(meta: dict, twin: dict | None, problems: list[str]) -> list[dict]:
     path = Path(meta["path"])
     rejected = rundir.read_jsonl(path / rundir.MEMORY / REJECTED, problems)
@@ -76,8 +61,8 @@ def run_rows(meta: dict, twin: dict | None, problems: list[str]) -> list[dict]:
     critiques = entered + len(rejected)
     preference = meta.get("kind") == "preference"
     stage, strategies = _stage_and_strategies(meta)
-    mine = _by_strategy(path, stage, problems)
-    theirs = _by_strategy(Path(twin["path"]), stage, problems) if twin else {}
+    mine = by_arm(path, stage, problems)
+    theirs = by_arm(Path(twin["path"]), stage, problems) if twin else {}
     base = {"model": meta["model"], "dataset": meta["dataset"], "admission": meta["settings"].get("admission"),
             "probe": meta.get("probe"), "critiques": critiques, "rejected": len(rejected),
             "rejected_share": 100.0 * len(rejected) / critiques if critiques else None,
@@ -90,7 +75,7 @@ def run_rows(meta: dict, twin: dict | None, problems: list[str]) -> list[dict]:
                                                                       preference)}
         if strategy in theirs:
             row["admit_all"] = over_users(list(theirs[strategy].values()), percent_correct, preference)
-            row.update(_against(mine[strategy], theirs[strategy]))
+            row.update(against(mine[strategy], theirs[strategy], "vs_admit_all"))
         rows.append(row)
     return rows or [base]
 

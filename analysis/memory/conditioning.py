@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.analysis.reading import logs
-from critique.analysis.stats.core import MDE_NOTE, detectable_effect, holm, sign_test
+from critique.analysis.memory.arms import ProbeTable, against_none, arm_order, mean, probe_run
+from critique.analysis.stats.core import MDE_NOTE
 from critique.analysis.study.cells import over_users, percent_correct
-from critique.analysis.study.tabular import Table
 from critique.base import vocab
 
 KEY = "conditioning"
@@ -40,78 +39,22 @@ NOTE = ("arm: none (the zero-shot prompt), outcomes@L (a preamble of L questions
         + MDE_NOTE)
 
 
-def _rate(records: list[dict], preference: bool) -> float | None:
-    return over_users(records, percent_correct, preference)
-
-
-def _mean(values: list) -> float | None:
-    values = [v for v in values if isinstance(v, (int, float))]
-    return sum(values) / len(values) if values else None
-
-
-def _against_none(mine: dict, none: dict) -> dict:
-    both = [key for key in mine if key in none]
-    wins = sum(mine[k].get("correct") is True and none[k].get("correct") is not True for k in both)
-    losses = sum(mine[k].get("correct") is not True and none[k].get("correct") is True for k in both)
-    diff = 100.0 * (wins - losses) / len(both) if both else None
-    return {"vs_none": diff, "wins": wins, "losses": losses, "p": sign_test(wins, losses),
-            "mde": detectable_effect(len(both), wins + losses)}
-
-
-def _arm_order(arm: str) -> tuple:
-    if arm == NONE:
-        return (0, "", 0)
-    kind, length = arm.split("@")
-    return (1, kind, int(length))
-
-
 def run_rows(path: Path, problems: list[str]) -> list[dict]:
-    try:
-        manifest = logs.manifest(path)
-    except (OSError, ValueError) as exc:
-        problems.append(f"{path}: unreadable manifest ({exc}); no conditioning rows")
+    run = probe_run(path, vocab.CONDITIONING, vocab.PROBE, problems)
+    if run is None:
         return []
-    if ((manifest.get("probe") or {}).get("name")) != vocab.CONDITIONING:
-        return []
-    preference = (manifest.get("dataset") or {}).get("kind") == "preference"
-    by: dict[str, dict] = {}
-    for r in logs.predictions(path, (vocab.PROBE,), problems):
-        by.setdefault(r.get("strategy"), {})[(r.get("user"), r.get("item_id"))] = r
-    none = by.get(NONE, {})
+    by = run.by
     rows = []
-    for arm in sorted(by, key=_arm_order):
-        mine = by[arm]
-        row = {"model": (manifest.get("config") or {}).get("model"),
-               "dataset": (manifest.get("dataset") or {}).get("name"), "arm": arm,
-               "preamble": arm.split("@")[0], "length": _arm_order(arm)[2],
-               "entries": _mean([len(r.get("entries") or []) for r in mine.values()]),
-               "accuracy": _rate(list(mine.values()), preference), "n": len(mine),
-               "errors": sum(bool(r.get("error")) for r in mine.values()),
-               "prompt_tokens": _mean([r.get("prompt_tokens") for r in mine.values()])}
-        if arm != NONE:
-            row.update(_against_none(mine, none))
+    for arm in sorted(by, key=arm_order):
+        mine = list(by[arm].values())
+        row = {**run.row(arm), "preamble": arm.split("@")[0], "length": arm_order(arm)[2],
+               "entries": mean([len(r.get("entries") or []) for r in mine]),
+               "accuracy": over_users(mine, percent_correct, run.preference), "n": len(mine),
+               "errors": sum(bool(r.get("error")) for r in mine),
+               "prompt_tokens": mean([r.get("prompt_tokens") for r in mine])}
         rows.append(row)
-    adjusted = holm([row.get("p") for row in rows])
-    for row, p_holm in zip(rows, adjusted):
-        row["p_holm"] = p_holm
-    return rows
+    return against_none(rows, by, NONE)
 
 
-def table(metas: list[dict], problems: list[str]) -> Table:
-    """The table of the conditioning runs among the runs read (`critique tables`)."""
-    rows = [row for m in metas if m.get("probe") == vocab.CONDITIONING for row in run_rows(Path(m["path"]), problems)]
-    if not rows:
-        return Table(KEY, TITLE, skipped="no conditioning probe among the inputs (critique probe conditioning)")
-    return Table(KEY, TITLE, COLUMNS, rows, note=NOTE)
-
-
-def text(path: Path) -> str:
-    """The run's rows as markdown (what `critique probe conditioning` prints)."""
-    from critique.analysis.study.render import markdown_table
-
-    problems: list[str] = []
-    rows = run_rows(Path(path), problems)
-    if not rows:
-        return "no conditioning numbers: " + "; ".join(problems or ["no arm answered"])
-    return "\n".join([f"\n{TITLE}\n", markdown_table(Table(KEY, TITLE, COLUMNS, rows, note=NOTE)), "",
-                      f"_{NOTE}._", *problems])
+TABLE = ProbeTable(vocab.CONDITIONING, KEY, TITLE, COLUMNS, NOTE, run_rows)
+table, text = TABLE.table, TABLE.text

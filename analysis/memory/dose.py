@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.analysis.reading import logs
-from critique.analysis.stats.core import MDE_NOTE, detectable_effect, holm, sign_test
+from critique.analysis.memory.arms import ProbeTable, against_none, arm_order, mean, probe_run, share
+from critique.analysis.stats.core import MDE_NOTE
 from critique.analysis.study.cells import over_users, percent_correct
-from critique.analysis.study.tabular import Table
 from critique.base import vocab
 
 KEY = "dose"
@@ -39,76 +38,22 @@ NOTE = ("arm: none (the zero-shot prompt), own@K (EP_CRIT's prompt with the K ne
         "arms; errors count wrong; " + MDE_NOTE)
 
 
-def _mean(values: list) -> float | None:
-    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return sum(values) / len(values) if values else None
-
-
-def _share(records: list[dict], field: str) -> float | None:
-    known = [r for r in records if isinstance(r.get(field), bool)]
-    return 100.0 * sum(r[field] for r in known) / len(known) if known else None
-
-
-def _against_none(mine: dict, none: dict) -> dict:
-    both = [key for key in mine if key in none]
-    wins = sum(mine[k].get("correct") is True and none[k].get("correct") is not True for k in both)
-    losses = sum(mine[k].get("correct") is not True and none[k].get("correct") is True for k in both)
-    return {"vs_none": 100.0 * (wins - losses) / len(both) if both else None, "wins": wins, "losses": losses,
-            "p": sign_test(wins, losses), "mde": detectable_effect(len(both), wins + losses)}
-
-
-def _order(arm: str) -> tuple:
-    if arm == NONE:
-        return (0, "", 0)
-    kind, k = arm.split("@")
-    return (1, kind, int(k))
-
-
 def run_rows(path: Path, problems: list[str]) -> list[dict]:
-    try:
-        manifest = logs.manifest(path)
-    except (OSError, ValueError) as exc:
-        problems.append(f"{path}: unreadable manifest ({exc}); no dose rows")
+    run = probe_run(path, vocab.DOSE, vocab.PROBE, problems)
+    if run is None:
         return []
-    if ((manifest.get("probe") or {}).get("name")) != vocab.DOSE:
-        return []
-    preference = (manifest.get("dataset") or {}).get("kind") == "preference"
-    by: dict[str, dict] = {}
-    for r in logs.predictions(path, (vocab.PROBE,), problems):
-        by.setdefault(r.get("strategy"), {})[(r.get("user"), r.get("item_id"))] = r
-    none = by.get(NONE, {})
+    by = run.by
     rows = []
-    for arm in sorted(by, key=_order):
+    for arm in sorted(by, key=arm_order):
         records = list(by[arm].values())
-        row = {"model": (manifest.get("config") or {}).get("model"),
-               "dataset": (manifest.get("dataset") or {}).get("name"), "arm": arm,
-               "memory": arm.split("@")[0], "k": _order(arm)[2], "shown": _mean([r.get("shown") for r in records]),
-               "prompt_tokens": _mean([r.get("prompt_tokens") for r in records]),
-               "accuracy": over_users(records, percent_correct, preference), "n": len(records),
-               "errors": sum(bool(r.get("error")) for r in records), "memory_only": _share(records, "memory_only")}
-        if arm != NONE:
-            row.update(_against_none(by[arm], none))
+        row = {**run.row(arm), "memory": arm.split("@")[0], "k": arm_order(arm)[2],
+               "shown": mean([r.get("shown") for r in records]),
+               "prompt_tokens": mean([r.get("prompt_tokens") for r in records]),
+               "accuracy": over_users(records, percent_correct, run.preference), "n": len(records),
+               "errors": sum(bool(r.get("error")) for r in records), "memory_only": share(records, "memory_only")}
         rows.append(row)
-    for row, p_holm in zip(rows, holm([row.get("p") for row in rows])):
-        row["p_holm"] = p_holm
-    return rows
+    return against_none(rows, by, NONE)
 
 
-def table(metas: list[dict], problems: list[str]) -> Table:
-    """The table of the dose runs among the runs read (`critique tables`)."""
-    rows = [row for m in metas if m.get("probe") == vocab.DOSE for row in run_rows(Path(m["path"]), problems)]
-    if not rows:
-        return Table(KEY, TITLE, skipped="no dose probe among the inputs (critique probe dose)")
-    return Table(KEY, TITLE, COLUMNS, rows, note=NOTE)
-
-
-def text(path: Path) -> str:
-    """The run's rows as markdown (what `critique probe dose` prints)."""
-    from critique.analysis.study.render import markdown_table
-
-    problems: list[str] = []
-    rows = run_rows(Path(path), problems)
-    if not rows:
-        return "no dose numbers: " + "; ".join(problems or ["no arm answered"])
-    return "\n".join([f"\n{TITLE}\n", markdown_table(Table(KEY, TITLE, COLUMNS, rows, note=NOTE)), "",
-                      f"_{NOTE}._", *problems])
+TABLE = ProbeTable(vocab.DOSE, KEY, TITLE, COLUMNS, NOTE, run_rows)
+table, text = TABLE.table, TABLE.text

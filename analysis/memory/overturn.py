@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.analysis.reading import logs
+from critique.analysis.memory.arms import ProbeTable, probe_run
 from critique.analysis.study.cells import over_users, percent_correct
-from critique.analysis.study.tabular import Table
 from critique.base import vocab
 
 KEY = "overturn"
@@ -40,18 +39,10 @@ def _rate(records: list[dict], preference: bool) -> float | None:
 
 
 def run_rows(path: Path, problems: list[str]) -> list[dict]:
-    try:
-        manifest = logs.manifest(path)
-    except (OSError, ValueError) as exc:
-        problems.append(f"{path}: unreadable manifest ({exc}); no overturn rows")
+    run = probe_run(path, vocab.OVERTURN, vocab.PROBE, problems)
+    if run is None:
         return []
-    if ((manifest.get("probe") or {}).get("name")) != vocab.OVERTURN:
-        return []
-    preference = (manifest.get("dataset") or {}).get("kind") == "preference"
-    records = logs.predictions(path, (vocab.PROBE,), problems)
-    by = {}
-    for r in records:
-        by.setdefault(r.get("strategy"), {})[(r.get("user"), r.get("item_id"))] = r
+    by, preference = run.by, run.preference
     alone = by.get(LYING, {})
     rows = []
     for condition in PAIRS:
@@ -59,8 +50,7 @@ def run_rows(path: Path, problems: list[str]) -> list[dict]:
         if not mine:
             continue
         fooled = [key for key, r in alone.items() if r.get("correct") is not True and key in mine]
-        rows.append({"model": (manifest.get("config") or {}).get("model"),
-                     "dataset": (manifest.get("dataset") or {}).get("name"), "condition": condition,
+        rows.append({"model": run.model, "dataset": run.dataset, "condition": condition,
                      "first": condition.split("+", 1)[0], "provenance": condition.endswith("@provenance"),
                      "wins": _rate(list(mine.values()), preference),
                      "overturn": _rate([mine[k] for k in fooled], preference), "overturn_of": len(fooled),
@@ -70,21 +60,10 @@ def run_rows(path: Path, problems: list[str]) -> list[dict]:
     return rows
 
 
-def table(metas: list[dict], problems: list[str]) -> Table:
-    """The table of the overturn runs among the runs read (`critique tables`)."""
-    rows = [row for m in metas if m.get("probe") == vocab.OVERTURN for row in run_rows(Path(m["path"]), problems)]
-    if not rows:
-        return Table(KEY, TITLE, skipped="no overturn probe among the inputs (critique probe overturn)")
-    return Table(KEY, TITLE, COLUMNS, rows, note=NOTE)
+TABLE = ProbeTable(vocab.OVERTURN, KEY, TITLE, COLUMNS, NOTE, run_rows)
+table = TABLE.table
 
 
 def text(path: Path) -> str:
     """The run's rows as markdown (what `critique probe overturn` prints)."""
-    from critique.analysis.study.render import markdown_table
-
-    problems: list[str] = []
-    rows = run_rows(Path(path), problems)
-    if not rows:
-        return "no overturn numbers: " + "; ".join(problems or ["no pair condition answered"])
-    return "\n".join([f"\n{TITLE}\n", markdown_table(Table(KEY, TITLE, COLUMNS, rows, note=NOTE)), "",
-                      f"_{NOTE}._", *problems])
+    return TABLE.text(path, "no pair condition answered")

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from critique.analysis.reading import logs
-from critique.analysis.stats.core import MDE_NOTE, detectable_effect, sign_test
+from critique.analysis.memory.arms import ProbeTable, against, probe_run, share
+from critique.analysis.stats.core import MDE_NOTE
 from critique.analysis.study.cells import over_users, percent_correct
-from critique.analysis.study.tabular import Table
 from critique.base import vocab
 
 KEY = "priors"
@@ -45,69 +44,30 @@ def _rate(records: list[dict], preference: bool) -> float | None:
     return over_users(records, percent_correct, preference)
 
 
-def _share(records: list[dict], field: str) -> float | None:
-    """The share (%) of records whose ``field`` is true, over those where it is true or false."""
-    known = [r for r in records if isinstance(r.get(field), bool)]
-    return 100.0 * sum(r[field] for r in known) / len(known) if known else None
-
-
-def _against(mine: dict, other: dict) -> dict:
-    both = [key for key in mine if key in other]
-    wins = sum(mine[k].get("correct") is True and other[k].get("correct") is not True for k in both)
-    losses = sum(mine[k].get("correct") is not True and other[k].get("correct") is True for k in both)
-    return {"vs_unmarked": 100.0 * (wins - losses) / len(both) if both else None, "wins": wins, "losses": losses,
-            "p": sign_test(wins, losses), "mde": detectable_effect(len(both), wins + losses)}
-
-
 def _arm_row(records: list[dict], preference: bool) -> dict:
     right = [r for r in records if r.get("note_right") is True]
     wrong = [r for r in records if r.get("note_right") is False]
     return {"accuracy": _rate(records, preference), "n": len(records),
-            "errors": sum(bool(r.get("error")) for r in records), "note_right": _share(records, "note_right"),
-            "followed": _share(records, "followed_note"), "followed_wrong": _share(wrong, "followed_note"),
+            "errors": sum(bool(r.get("error")) for r in records), "note_right": share(records, "note_right"),
+            "followed": share(records, "followed_note"), "followed_wrong": share(wrong, "followed_note"),
             "acc_note_right": _rate(right, preference), "acc_note_wrong": _rate(wrong, preference)}
 
 
 def run_rows(path: Path, problems: list[str]) -> list[dict]:
-    try:
-        manifest = logs.manifest(path)
-    except (OSError, ValueError) as exc:
-        problems.append(f"{path}: unreadable manifest ({exc}); no priors rows")
+    run = probe_run(path, vocab.PRIORS, vocab.PROBE, problems)
+    if run is None:
         return []
-    if ((manifest.get("probe") or {}).get("name")) != vocab.PRIORS:
-        return []
-    preference = (manifest.get("dataset") or {}).get("kind") == "preference"
-    by: dict[str, dict] = {}
-    for r in logs.predictions(path, (vocab.PROBE,), problems):
-        by.setdefault(r.get("strategy"), {})[(r.get("user"), r.get("item_id"))] = r
+    by = run.by
     rows = []
     for arm in (UNMARKED, PRIOR):
         if not by.get(arm):
             continue
-        row = {"model": (manifest.get("config") or {}).get("model"),
-               "dataset": (manifest.get("dataset") or {}).get("name"), "arm": arm,
-               **_arm_row(list(by[arm].values()), preference)}
+        row = {**run.row(arm), **_arm_row(list(by[arm].values()), run.preference)}
         if arm == PRIOR:
-            row.update(_against(by[PRIOR], by.get(UNMARKED, {})))
+            row.update(against(by[PRIOR], by.get(UNMARKED, {}), "vs_unmarked"))
         rows.append(row)
     return rows
 
 
-def table(metas: list[dict], problems: list[str]) -> Table:
-    """The table of the priors runs among the runs read (`critique tables`)."""
-    rows = [row for m in metas if m.get("probe") == vocab.PRIORS for row in run_rows(Path(m["path"]), problems)]
-    if not rows:
-        return Table(KEY, TITLE, skipped="no priors probe among the inputs (critique probe priors)")
-    return Table(KEY, TITLE, COLUMNS, rows, note=NOTE)
-
-
-def text(path: Path) -> str:
-    """The run's rows as markdown (what `critique probe priors` prints)."""
-    from critique.analysis.study.render import markdown_table
-
-    problems: list[str] = []
-    rows = run_rows(Path(path), problems)
-    if not rows:
-        return "no priors numbers: " + "; ".join(problems or ["no arm answered"])
-    return "\n".join([f"\n{TITLE}\n", markdown_table(Table(KEY, TITLE, COLUMNS, rows, note=NOTE)), "",
-                      f"_{NOTE}._", *problems])
+TABLE = ProbeTable(vocab.PRIORS, KEY, TITLE, COLUMNS, NOTE, run_rows)
+table, text = TABLE.table, TABLE.text

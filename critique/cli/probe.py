@@ -63,7 +63,7 @@ def main(args) -> int:
     if args.probe == "overturn":
         return overturn_main(args, config)
     if args.probe in ("conditioning", "priors", "dose"):
-        return preamble_main(args, config)
+        return arms_main(args, config)
     if args.probe == "suggestibility":
         try:
             probe = probes.suggestibility_probe(probes.parse_attribution(args.attribution))
@@ -119,29 +119,35 @@ def overturn_main(args, config) -> int:
     return report_errors([out])
 
 
-def preamble_main(args, config) -> int:
-    """`critique probe conditioning`, `priors` and `dose`: the train stage, then the probe's arms on every
-    test item (the calls a run of the same model and data made are answered from its log)."""
-    from critique.base.cost import print_cost
+def _arm_probe(args):
+    """(the probe, its experiment module, its number of arms) of `critique probe conditioning|priors|dose`."""
     from critique.base.errors import UserError
-    from critique.datasets.registry import resolve
-    from critique.engine.cost_estimate import dollars
-    from critique.engine.scores import report_errors
-    from critique.experiments import conditioning, dose, priors, probes, reuse
-    from critique.runner import execute_run, run_name
+    from critique.experiments import conditioning, dose, priors
 
     try:
         if args.probe == "priors":
-            probe, experiment, arms = priors.priors_probe(), priors, len(priors.ARMS)
-        elif args.probe == "dose":
+            return priors.priors_probe(), priors, len(priors.ARMS)
+        if args.probe == "dose":
             probe = dose.dose_probe(args.values, args.irrelevant)
-            experiment, arms = dose, len(dose.arms(probe))
-        else:
-            probe = conditioning.conditioning_probe(args.lengths)
-            experiment, arms = conditioning, len(conditioning.arms(probe))
+            return probe, dose, len(dose.arms(probe))
+        probe = conditioning.conditioning_probe(args.lengths)
+        return probe, conditioning, len(conditioning.arms(probe))
     except ValueError as exc:
         option = {"dose": "--values/--irrelevant", "conditioning": "--lengths"}.get(args.probe, args.probe)
         raise UserError(f"{option}: {exc}") from None
+
+
+def arms_main(args, config) -> int:
+    """`critique probe conditioning`, `priors` and `dose`: the train stage, then the probe's arms on every test
+    item (the calls a run of the same model and data made are answered from its log), then its table."""
+    from critique.base.cost import print_cost
+    from critique.datasets.registry import resolve
+    from critique.engine.cost_estimate import dollars
+    from critique.engine.scores import report_errors
+    from critique.experiments import probes, reuse
+    from critique.runner import execute_run, run_name
+
+    probe, experiment, arms = _arm_probe(args)
     config = probes.probe_config(config, probe)
     out = Path(args.out) if args.out else Path("runs") / run_name(config, probes.probe_suffix(probe))
     checksum = resolve(config.dataset, config.data_dir).checksum
@@ -156,10 +162,8 @@ def preamble_main(args, config) -> int:
 
     outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=probes.work_for(probe), setup=say_cost,
                              progress=not args.quiet)
-    from critique.analysis.memory import conditioning as conditioning_table
-    from critique.analysis.memory import dose as dose_table
-    from critique.analysis.memory import priors as priors_table
+    from critique.analysis.memory import conditioning, dose, priors
 
-    print({"priors": priors_table, "dose": dose_table}.get(args.probe, conditioning_table).text(out))
+    print({"priors": priors, "dose": dose, "conditioning": conditioning}[args.probe].text(out))
     print(f"{outcome.calls_made} LLM calls made; run directory: {out}")
     return report_errors([out])

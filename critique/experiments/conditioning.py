@@ -3,7 +3,8 @@
 ``critique probe conditioning --dataset D --model M [--lengths 1,4,16]`` (manifest ``probe`` =
 ``{"name": "conditioning", "lengths": [...]}``). The train stage runs as the study's does (initial answers, then
 critiques against the gold labels; a run of the same model and data, or the response cache, answers its calls).
-Its *trophies* are the memory entries whose initial answer was right, in a seeded order. For each test item:
+Its *trophies* are the memory entries whose initial answer was right as far as the run knows it (the label its
+critic was shown; a self critic's verdict), in a seeded order. For each test item:
 
 - ``none``: the zero-shot prompt (zero_shot's very request: the memory-off arm);
 - ``outcomes@L``: a preamble of the agent's own past outcomes: the questions of the first L trophies, each said
@@ -31,6 +32,7 @@ from critique.base.ids import pool_of
 from critique.base.records import Field
 from critique.base.vocab import CONDITIONING, CRITIQUE, PROBE, TRAIN
 from critique.engine import agents
+from critique.engine.memory import selection
 from critique.engine.run_directory import pkey
 
 NONE, OUTCOMES, PROCEDURES = "none", "outcomes", "procedures"
@@ -79,10 +81,12 @@ def arms(probe: dict) -> list[str]:
 
 
 def trophies(entries: list[dict], seed: int) -> dict[str, list[dict]]:
-    """Per pool, the entries whose initial answer was right and whose critique parsed, in a seeded order."""
+    """Per pool, the entries whose initial answer was right as far as the run knows it (the label the critic was
+    shown, or a self critic's verdict: critique.engine.memory.selection.right) and whose critique parsed, in a
+    seeded order."""
     pools: dict[str, list[dict]] = {}
     for entry in sorted(entries, key=lambda e: e["id"]):
-        if entry.get("critique") and entry.get("initial_answer") == entry.get("gold"):
+        if entry.get("critique") and selection.right(entry):
             pools.setdefault(pool_of(entry.get("user")), []).append(entry)
     for pool, found in pools.items():
         random.Random(f"{CONDITIONING}-{seed}-{pool}").shuffle(found)

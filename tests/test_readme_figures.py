@@ -87,7 +87,7 @@ def test_a_skipped_c4_says_how_many_points_have_both(shipped):
 QWEN = "local/qwen2.5-coder-0.5b"
 # the strategies each control was run with on the model that learns (logs/control-*-qwen.toml)
 QWEN_STRATEGIES = {"control-pos": ("zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"),
-                   "control-neg": ("zero_shot", "EP_LABEL", "EP_CRIT")}
+                   "control-neg": ("zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT")}
 
 
 def _cell(row: dict) -> str:

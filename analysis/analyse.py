@@ -104,6 +104,10 @@ def analyse(args) -> Analysis:
     from critique.analysis.memory import credit, deinflate, overturn
 
     result.tables.extend(credit.tables(logs.runs, problems))  # critique credit's runs and their pruning runs
+    if any(m.get("probe") == "credit" for m in logs.runs):  # the estimate of credit learned from their logs
+        from critique.analysis.memory import credit_model
+
+        result.tables.extend(credit_model.tables(logs.runs, problems))
 
     if any(m.get("probe") == "deinflate" for m in logs.runs):  # critique deinflate's arms
         result.tables.append(deinflate.table(logs.runs, problems))

@@ -203,6 +203,7 @@ def test_critique_tables_shows_the_credit_and_pruning_tables_as_the_credit_repor
     header = next(line for line in printed.splitlines()
                   if line.startswith("| model | dataset | critic | strategy | on"))
     assert "| toxic |" in header and "used-not-decisive" not in header  # no --cite: a tier that cannot occur
+    assert "no learned credit (fewer than 4 shown entries to fit or to judge)" in printed  # 7 entries: said, not fit
 
 
 def test_a_strategy_the_run_did_not_test_is_refused_before_any_call(home, fake_llm, capsys):

@@ -19,7 +19,8 @@ def add_experiment_options(p, out_help: str) -> None:
 
 
 def register(sub) -> None:
-    probe = sub.add_parser("probe", help="suggestibility and consistency probes (one run directory each)")
+    probe = sub.add_parser("probe", help="suggestibility, consistency, overturn, conditioning, priors and dose probes "
+                                         "(one run directory each)")
     kinds = probe.add_subparsers(dest="probe", required=True)
     s = kinds.add_parser("suggestibility", help="answers with a truthful vs a lying critique in context")
     add_experiment_options(s, "run directory (default runs/<dataset>__<model>__suggestibility[-<attribution>])")

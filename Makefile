@@ -27,9 +27,10 @@ docs:  ## the documentation as a site in build/site, every link checked (CI runs
 	$(BIN)/python -m pip install -q $$($(BIN)/python -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docs']))")
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
-reproduce: setup  ## every table from the logs shipped in logs/, then the field's methods' comparison (logs-methods/)
+reproduce: setup  ## every table from the logs shipped in logs/, the field's methods' comparison (logs-methods/), the public slice (logs-public/)
 	$(BIN)/critique tables logs/
 	$(BIN)/critique tables logs-methods/
+	$(BIN)/critique tables logs-public/
 
 bench: setup  ## critique tables on a study-scale synthetic log set
 	$(BIN)/python bench/bench_tables.py

@@ -85,6 +85,8 @@ def test_rejected_notes_are_logged_never_shown_and_the_table_recovers_the_gain(h
     outcome_ids = {i.id for i in train if i.answer == "1"}
     assert 0 < len(outcome_ids) < LIMIT
     assert f"{len(outcome_ids)} of {LIMIT} critiques kept out of memory" in err
+    assert f"{LIMIT} of {LIMIT} critiques parsed and {LIMIT - len(outcome_ids)} entered memory " \
+           f"({len(outcome_ids)} kept out by --admission)" in err
     memory = home / "admitted" / rundir.MEMORY
     rejected = rundir.read_jsonl(memory / admission.REJECTED)
     assert {r["item_id"] for r in rejected} == outcome_ids and all(r["reason"].startswith("no instruction")

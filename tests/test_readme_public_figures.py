@@ -46,7 +46,8 @@ def test_every_row_beside_the_published_numbers_is_the_tables(tables):
 def test_the_paired_test_the_sentence_quotes(tables):
     sem = next(r for r in tables["inference"]["paired"] if r["strategy"] == "SEM_CRIT" and r["baseline"] == "zero_shot")
     said = (f"SEM_CRIT by {-sem['diff']:.1f} points ({sem['discordant_wins']} items won and "
-            f"{sem['discordant_losses']} lost, exact McNemar\np = {sem['p_mcnemar']:.2g}, {sem['p_holm']:.2g} after Holm")
+            f"{sem['discordant_losses']} lost, exact McNemar\np = {sem['p_mcnemar']:.2g}, "
+            f"{sem['p_holm']:.2g} after Holm")
     assert said in readme()
     zero = next(r["accuracy"] for r in tables["table1"] if r["strategy"] == "zero_shot")
     assert all(r["accuracy"] < zero for r in tables["table1"] if r["strategy"] != "zero_shot")  # "fewer ... than"

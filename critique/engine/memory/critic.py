@@ -200,15 +200,19 @@ def _admitted(run, entries: list[dict]) -> list[dict]:
     return kept
 
 
-def _say_missing(train: list, parsed: list, kept: list[dict]) -> None:
-    """Say on stderr how many train items have no critique in memory, and which pools are left with none (their
-    critique strategies answer with zero_shot's prompt: critique.engine.performance.empty_pool)."""
+def _say_missing(train: list, parsed: list, kept: list[dict], refused: int = 0) -> None:
+    """Say on stderr how many train items have no critique in memory (``refused``: those --admission kept out),
+    and which pools are left with none (their critique strategies answer with zero_shot's prompt:
+    critique.engine.performance.empty_pool)."""
     from critique.engine.memory.episodic import pool_of
 
     if len(kept) == len(train):
         return
-    print(f"critique: {len(parsed)} of {len(train)} critiques parsed and {len(kept)} entered memory (the others' "
-          "call failed, or their reply was not a critique: calls.jsonl, stage critique)", file=sys.stderr)
+    why = [f"{refused} kept out by --admission"] if refused else []
+    if len(parsed) < len(train):
+        why.append("the others' call failed, or their reply was not a critique: calls.jsonl, stage critique")
+    print(f"critique: {len(parsed)} of {len(train)} critiques parsed and {len(kept)} entered memory"
+          + (f" ({'; '.join(why)})" if why else ""), file=sys.stderr)
     empty = sorted({pool_of(i.user) for i in train} - {pool_of(e.get("user")) for e in kept})
     if empty:
         shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
@@ -230,9 +234,10 @@ async def critiques(run) -> list[dict]:
 
     await run.each(train, one, "critiques")
     ordered = [found[entry_id(i)] for i in train if entry_id(i) in found]
-    kept = _admitted(run, [entry for entry, keep in ordered if keep])
+    allowed = [entry for entry, keep in ordered if keep]
+    kept = _admitted(run, allowed)
     _say_critic(run, shown)
-    _say_missing(train, ordered, kept)
+    _say_missing(train, ordered, kept, len(allowed) - len(kept))
     mode = run.config.on_mismatch
     if mode == "drop":
         dropped = [entry for entry, keep in ordered if not keep]

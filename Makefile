@@ -27,10 +27,11 @@ docs:  ## the documentation as a site in build/site, every link checked (CI runs
 	$(BIN)/python -m pip install -q $$($(BIN)/python -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docs']))")
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
-reproduce: setup  ## every table from the logs shipped in logs/, the field's methods' comparison (logs-methods/), the public slice (logs-public/)
+reproduce: setup  ## every table from the logs shipped in logs/, the field's methods' comparison (logs-methods/), the public slice (logs-public/), the memory papers' experiments (logs-memory/)
 	$(BIN)/critique tables logs/
 	$(BIN)/critique tables logs-methods/
 	$(BIN)/critique tables logs-public/
+	$(BIN)/critique tables logs-memory/ logs/mcr-gen__local_qwen2.5-coder-0.5b logs/pref-gen__local_qwen2.5-coder-0.5b
 
 bench: setup  ## critique tables on a study-scale synthetic log set
 	$(BIN)/python bench/bench_tables.py

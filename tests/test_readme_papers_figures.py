@@ -49,3 +49,32 @@ def test_the_shipped_runs_are_complete(tmp_path, capsys):
     shutil.copytree(MEMORY, tmp_path / "memory")
     assert main(["study", str(tmp_path / "memory" / "admission-qwen.toml"), "--dry-run"]) == 0
     assert "2 complete, 0 to run" in capsys.readouterr().out
+
+
+def test_the_conditioning_rows(tables):
+    rows = [r for r in tables["conditioning"] if r["model"] == QWEN]
+    assert {r["arm"] for r in rows} == {"none", "outcomes@1", "outcomes@4", "outcomes@16", "procedures@1",
+                                        "procedures@4", "procedures@16"}
+    assert all(r["n"] == 100 and r["errors"] == 0 for r in rows)
+    for r in rows:
+        wins = "-" if r["arm"] == "none" else f"{r['wins']} / {r['losses']}"
+        line = (f"| {r['arm']} | {r['entries']:.1f} | {r['prompt_tokens']:.0f} | {r['accuracy']:.1f} | "
+                f"{_points(r.get('vs_none'))} | {wins} | {_p(r.get('p'))} | {_p(r.get('p_holm'))} | "
+                f"{_mde(r.get('mde'))} |")
+        assert line in results(), line
+
+
+def test_what_the_conditioning_sentences_say(tables):
+    from shipped import page
+
+    rows = {r["arm"]: r for r in tables["conditioning"] if r["model"] == QWEN}
+    assert all(r.get("p_holm") is None or r["p_holm"] >= 0.05 for r in rows.values())  # "no arm differs ... Holm"
+    one = rows["outcomes@1"]
+    said = page(ROOT / "docs" / "results.md")
+    assert (f"one past outcome before the question ({one['vs_none']:+.1f} points, {one['wins']} items won and "
+            f"{one['losses']} lost, p = {one['p']:.3g} before Holm)") in said
+    assert f"up to {rows['outcomes@16']['prompt_tokens']:,.0f} prompt tokens" in said
+    from critique.base import rundir
+
+    calls = rundir.read_jsonl(MEMORY / "mcr-gen__local_qwen2.5-coder-0.5b__conditioning-1-4-16" / rundir.CALLS)
+    assert f"{sum(not c['cached'] for c in calls)} new calls" in said

@@ -6,6 +6,7 @@ asserts that the question does not hold."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 from critique.base import rundir
@@ -47,8 +48,10 @@ def test_the_table_recovers_the_planted_curve(home, fake_llm, monkeypatch, capsy
     assert main(args) == 0
     assert f"at most {2 * LIMIT + LIMIT * 7} calls" in capsys.readouterr().err
     manifest = json.loads((out / rundir.MANIFEST).read_text())
-    assert manifest["probe"] == {"name": "dose", "values": [1, 2, 8], "irrelevant": str(other.resolve()),
-                                 "irrelevant_dataset": "mcr-gen"}
+    memory = hashlib.sha256((other / "memory" / "episodic.jsonl").read_bytes()).hexdigest()
+    assert manifest["probe"] == {"name": "dose", "values": [1, 2, 8], "irrelevant_dataset": "mcr-gen",
+                                 "irrelevant_memory": memory}
+    assert str(other) not in (out / "predictions.jsonl").read_text() + (out / "calls.jsonl").read_text()
     from critique.analysis.__main__ import main as analysis_main
 
     assert analysis_main(["tables", str(out), "--format", "json"]) == 0
@@ -66,6 +69,22 @@ def test_the_table_recovers_the_planted_curve(home, fake_llm, monkeypatch, capsy
     assert rows["own@8"]["prompt_tokens"] > rows["own@2"]["prompt_tokens"] > rows["own@1"]["prompt_tokens"]
     fake_llm.CALLS.clear()
     assert main(args) == 0 and fake_llm.CALLS == []  # resumed: nothing more
+    moved = other.rename(home / "moved")  # the control is named by its memory, not where it lies
+    assert main([*args[:-4], "--irrelevant", str(moved), "--out", str(out)]) == 0 and fake_llm.CALLS == []
+
+
+def test_a_resume_with_other_irrelevant_memory_is_refused(home, fake_llm, capsys):
+    other = home / "other"
+    assert main(["run", "--dataset", "mcr-gen", "--model", "fake/model", "--limit", "2", "--quiet",
+                 "--strategies", "EP_CRIT", "--out", str(other)]) == 0
+    args = ["probe", "dose", "--dataset", "control-pos", "--model", "fake/model", "--limit", "2", "--quiet",
+            "--values", "1", "--irrelevant", str(other), "--out", str(home / "dose")]
+    assert main(args) == 0
+    episodic = other / "memory" / "episodic.jsonl"
+    episodic.write_text(episodic.read_text().splitlines()[0] + "\n")
+    capsys.readouterr()
+    assert main(args) == 2
+    assert "holds a run with probe=" in capsys.readouterr().err
 
 
 def test_a_run_on_preference_data_or_no_run_is_refused_as_the_control(home, fake_llm, capsys):
@@ -84,4 +103,4 @@ def test_a_study_file_runs_it(tmp_path):
     path.write_text('datasets = ["mcr-gen"]\nstrategies = ["EP_CRIT"]\n[[models]]\nname = "fake/model"\n'
                     "[probes.dose]\nvalues = [4, 1]\n")
     assert load(path).probes["dose"]["probes"] == [{"name": "dose", "values": [1, 4], "irrelevant": None,
-                                                   "irrelevant_dataset": None}]
+                                                   "irrelevant_dataset": None, "irrelevant_memory": None}]

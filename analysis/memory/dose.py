@@ -1,6 +1,6 @@
 """The dose-response table (docs/memory.md section 4): accuracy as injected memory grows, own against irrelevant.
 
-Reads the runs of `critique probe dose` (manifest probe {name: dose, values, irrelevant, irrelevant_dataset}) and
+Reads the runs of `critique probe dose` (manifest probe {name: dose, values, irrelevant_dataset, irrelevant_memory}) and
 reports, per run and arm (none; own@K: EP_CRIT's prompt with the K nearest entries of the run's memory;
 irrelevant@K: the K nearest of another dataset's):
 

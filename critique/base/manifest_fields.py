@@ -24,7 +24,8 @@ MANIFEST = (
           "{name: deinflate, mode, demote, verifier, seed, demoted, source, source_run_id, verify_run} "
           "(critique deinflate), {name: overturn} (critique probe overturn), {name: conditioning, lengths} (critique "
           "probe conditioning), {name: priors} (critique probe priors), "
-          "{name: dose, values, irrelevant, irrelevant_dataset} (critique probe dose), "
+          "{name: dose, values, irrelevant_dataset, irrelevant_memory: the sha256 of the irrelevant run's "
+          "memory/episodic.jsonl} (critique probe dose), "
           "{name: stream, feedback, order, conflicts, start, rank, conflict_similarity, strategy} (critique stream); "
           "null for a plain run", analysis=True),
     Field("ablation", "object|null", "{name: k | parts | train_size | gate, value}, and for a gate threshold chosen "

@@ -286,6 +286,21 @@ def write_jsonl_atomic(path: Path, records: list[dict]) -> None:
     write_text_atomic(path, "".join(dumps(r) + "\n" for r in records))
 
 
+# keys of a probe that say where one of its inputs lies on this machine: never part of the experiment's identity,
+# never written (the probe names the input by content: critique probe dose's irrelevant_memory)
+PROBE_LOCATIONS = ("irrelevant",)
+
+
+def probe_identity(probe: dict | None) -> dict | None:
+    """The probe as the manifest, every record and a resume's check hold it: without PROBE_LOCATIONS."""
+    return None if probe is None else {k: v for k, v in probe.items() if k not in PROBE_LOCATIONS}
+
+
+def probe_inputs(probe: dict | None) -> dict:
+    """Where the probe's inputs lie (PROBE_LOCATIONS that it gives)."""
+    return {k: probe[k] for k in PROBE_LOCATIONS if (probe or {}).get(k) is not None}
+
+
 def is_run_dir(path: str | Path) -> bool:
     return (Path(path) / MANIFEST).exists()
 

@@ -39,7 +39,8 @@ class RunDirectory:
     def __init__(self, out: Path, config: RunConfig, dataset: Dataset, llm, probe: dict | None, ablation: dict | None,
                  learner: bool):
         self.out, self.config, self.dataset, self.llm = out, config, dataset, llm
-        self.probe, self.ablation = probe, ablation
+        self.probe, self.ablation = rundir.probe_identity(probe), ablation
+        self.inputs = rundir.probe_inputs(probe)  # where the probe's inputs lie: not its identity, never written
         self.learner = learner  # critique.Learner's work: a new run directory is marked as not a study run
         self._lock = None
         self.logged: dict[str, dict] = {}  # request hash -> the call record that answered it

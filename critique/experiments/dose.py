@@ -2,7 +2,9 @@
 amount of irrelevant memory.
 
 ``critique probe dose --dataset D --model M [--values 1,2,4,8,16] [--irrelevant RUN]`` (manifest ``probe`` =
-``{"name": "dose", "values": [...], "irrelevant": RUN or null, "irrelevant_dataset": NAME or null}``). The train
+``{"name": "dose", "values": [...], "irrelevant_dataset": NAME or null, "irrelevant_memory": SHA256 or null}``:
+the irrelevant memory is named by its content, so moving RUN, or resuming from a copy, keeps the experiment's
+identity; a resume is given RUN again and checks it holds that very memory). The train
 stage runs as the study's does (a run of the same model and data answers its calls). Each test item is asked:
 
 - ``none``: the zero-shot prompt (zero_shot's very request: the memory-off arm);
@@ -21,11 +23,13 @@ does not hold as a word; null with no note shown). The table is critique.analysi
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from dataclasses import replace
 from pathlib import Path
 
 from critique.base import records, rundir
+from critique.base.errors import RunError
 from critique.base.records import Field
 from critique.base.vocab import CRITIQUE, DOSE, EP_CRIT, PROBE, TRAIN
 from critique.engine import agents, performance
@@ -59,23 +63,26 @@ def parse_values(text) -> list[int]:
 
 def dose_probe(values=VALUES, irrelevant: str | Path | None = None) -> dict:
     """The probe; ``irrelevant``: a run directory whose memory is the control (its dataset is recorded)."""
-    probe = {"name": DOSE, "values": parse_values(values), "irrelevant": None, "irrelevant_dataset": None}
+    probe = {"name": DOSE, "values": parse_values(values), "irrelevant": None, "irrelevant_dataset": None,
+             "irrelevant_memory": None}
     if irrelevant is not None:
         path = Path(irrelevant).resolve()
         try:
             manifest = rundir.read_manifest(path)
         except (OSError, ValueError) as exc:
             raise ValueError(str(exc)) from None
-        if not (path / rundir.MEMORY / "episodic.jsonl").exists():
+        episodic = path / rundir.MEMORY / "episodic.jsonl"
+        if not episodic.exists():
             raise ValueError(f"{irrelevant}: a run without an episodic memory (memory/episodic.jsonl)")
         if manifest["dataset"].get("kind") == "preference":
             raise ValueError(f"{irrelevant}: a preference run; the irrelevant memory must be one pool")
-        probe.update(irrelevant=str(path), irrelevant_dataset=manifest["dataset"]["name"])
+        probe.update(irrelevant=str(path), irrelevant_dataset=manifest["dataset"]["name"],
+                     irrelevant_memory=hashlib.sha256(episodic.read_bytes()).hexdigest())
     return probe
 
 
 def arms(probe: dict) -> list[str]:
-    kinds = (OWN, IRRELEVANT) if probe.get("irrelevant") else (OWN,)
+    kinds = (OWN, IRRELEVANT) if probe.get("irrelevant_memory") else (OWN,)
     return [NONE, *(f"{kind}@{k}" for kind in kinds for k in probe["values"])]
 
 
@@ -118,14 +125,22 @@ async def _ask(run, item, vector, arm: str, pools: dict) -> None:
                                             "memory_only": memory_only(outcome.get("answer"), item.question, shown)})
 
 
+def _irrelevant_memory(run) -> Path:
+    """The memory folder of the run given as irrelevant, checked to hold the memory the probe names."""
+    folder = Path(run.inputs["irrelevant"]) / rundir.MEMORY
+    if hashlib.sha256((folder / "episodic.jsonl").read_bytes()).hexdigest() != run.probe["irrelevant_memory"]:
+        raise RunError(f"{folder}: its memory changed since the probe named it; give --irrelevant again")
+    return folder
+
+
 async def dose(run) -> None:
     """The train stage, then every arm for every test item of ``run``'s dataset."""
     from critique.engine.memory.episodic import EpisodicMemory
 
     memory = await run.train_stage((TRAIN, CRITIQUE))
     pools = {OWN: memory.episodic}
-    if run.probe.get("irrelevant"):
-        pools[IRRELEVANT] = EpisodicMemory.load(Path(run.probe["irrelevant"]) / rundir.MEMORY, lambda: run.encoder)
+    if run.probe.get("irrelevant_memory"):
+        pools[IRRELEVANT] = EpisodicMemory.load(_irrelevant_memory(run), lambda: run.encoder)
     test = run.dataset.test
     vectors = dict(zip(((i.user, i.id) for i in test), run.encoder.encode([i.question for i in test])))
     names = arms(run.probe)

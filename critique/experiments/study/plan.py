@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from critique.base import rundir
 from critique.base.config import IDENTITY, RunConfig, manifest_value
 from critique.experiments import ablations, probes
 from critique.experiments.stream import spec as stream_spec
@@ -135,7 +136,7 @@ def task_state(task: Task) -> str:
         return "partial"
     config = manifest.get("config", {})
     mine = asdict(task.config)
-    done = manifest.get("status") == "complete" and manifest.get("probe") == task.probe \
+    done = manifest.get("status") == "complete" and manifest.get("probe") == rundir.probe_identity(task.probe) \
         and manifest.get("ablation") == task.ablation \
         and set(task.config.strategies) <= set(config.get("strategies", [])) \
         and all(manifest_value(config, key) == mine.get(key) for key in IDENTITY) \

@@ -103,13 +103,13 @@ class Processes(Threads):
         self._pid, self._host = os.getpid(), socket.gethostname()
 
     def __reduce__(self):
-        """To a worker process: the shared objects, with the manager's key. A loky worker is the study's child
-        and has that key already; a ray worker is not, and its manager proxies would be refused without it."""
+        """To a worker process: the manager's key, then the shared objects. A loky worker is the study's child and
+        has that key already; a ray worker is not, and its manager proxies would be refused without it. Pickle
+        rebuilds a tuple's items in order, so the key (``_Authkey``) is taken before any proxy is rebuilt."""
         import multiprocessing
-        import pickle
 
         state = {k: v for k, v in self.__dict__.items() if k != "_manager"}
-        return _processes_in_worker, (bytes(multiprocessing.current_process().authkey), pickle.dumps(state))
+        return _processes_in_worker, (_Authkey(bytes(multiprocessing.current_process().authkey)), state)
 
     def study_gone(self) -> bool:
         if socket.gethostname() != self._host:
@@ -149,14 +149,26 @@ class Processes(Threads):
         self._manager.shutdown()
 
 
-def _processes_in_worker(authkey: bytes, state: bytes) -> Processes:
-    """The study's Processes in a worker process: the manager's key first, then its proxies (Processes.__reduce__)."""
-    import multiprocessing
-    import pickle
+class _Authkey:
+    """The study manager's key, taken by the process that unpickles it (before what is pickled after it)."""
 
-    multiprocessing.current_process().authkey = authkey
+    def __init__(self, key: bytes):
+        self.key = key
+
+    def __reduce__(self):
+        return _take_authkey, (self.key,)
+
+
+def _take_authkey(key: bytes) -> None:
+    import multiprocessing
+
+    multiprocessing.current_process().authkey = key
+
+
+def _processes_in_worker(_key: None, state: dict) -> Processes:
+    """The study's Processes in a worker process (Processes.__reduce__): the key is taken by now."""
     shared = Processes.__new__(Processes)
-    shared.__dict__.update(pickle.loads(state))
+    shared.__dict__.update(state)
     return shared
 
 

@@ -34,6 +34,7 @@ from critique.base.vocab import CONDITIONING, CRITIQUE, PROBE, TRAIN
 from critique.engine import agents
 from critique.engine.memory import selection
 from critique.engine.run_directory import pkey
+from critique.experiments import arm_probes
 
 NONE, OUTCOMES, PROCEDURES = "none", "outcomes", "procedures"
 KINDS = (OUTCOMES, PROCEDURES)
@@ -50,25 +51,8 @@ records.declare(CONDITIONING, (
 ))
 
 
-def parse_lengths(text) -> list[int]:
-    """``"1,4,16"`` (or a list of whole numbers) as the sorted distinct lengths; ValueError when one is not a whole
-    number of at least 1."""
-    parts = text.split(",") if isinstance(text, str) else list(text)
-    lengths = []
-    for part in parts:
-        value = part.strip() if isinstance(part, str) else part
-        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.isdigit())):
-            raise ValueError(f"lengths must be whole numbers of at least 1, not {part!r}")
-        if int(value) < 1:
-            raise ValueError(f"lengths must be whole numbers of at least 1, not {part!r}")
-        lengths.append(int(value))
-    if not lengths:
-        raise ValueError("give at least one length")
-    return sorted(set(lengths))
-
-
 def conditioning_probe(lengths=LENGTHS) -> dict:
-    return {"name": CONDITIONING, "lengths": parse_lengths(lengths)}
+    return {"name": CONDITIONING, "lengths": arm_probes.parse_counts(lengths, "lengths")}
 
 
 def arm_name(kind: str, length: int) -> str:
@@ -131,9 +115,4 @@ async def conditioning(run) -> None:
 
 
 def cost(run) -> int:
-    """Calls at most: the train stage's still to do (an initial answer and a critique per train item), then per
-    test item each arm still to answer."""
-    train = sum(pkey(TRAIN, None, i.user, i.id) not in run.predictions for i in run.dataset.train)
-    names = arms(run.probe)
-    test = sum(pkey(PROBE, a, i.user, i.id) not in run.predictions for i in run.dataset.test for a in names)
-    return 2 * train + test
+    return arm_probes.cost(run, arms(run.probe))

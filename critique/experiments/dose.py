@@ -36,6 +36,7 @@ from critique.engine import agents, performance
 from critique.engine.memory import selection
 from critique.engine.run_directory import pkey
 from critique.engine.strategies import STRATEGIES
+from critique.experiments import arm_probes
 
 NONE, OWN, IRRELEVANT = "none", "own", "irrelevant"
 VALUES = (1, 2, 4, 8, 16)
@@ -51,20 +52,11 @@ records.declare(DOSE, (
 ))
 
 
-def parse_values(text) -> list[int]:
-    """``"1,2,4"`` (or a list) as the sorted distinct K values; ValueError when one is not a whole number >= 1."""
-    from critique.experiments.conditioning import parse_lengths
-
-    try:
-        return parse_lengths(text)
-    except ValueError as exc:
-        raise ValueError(str(exc).replace("lengths", "values").replace("length", "value")) from None
-
-
 def dose_probe(values=VALUES, irrelevant: str | Path | None = None) -> dict:
-    """The probe; ``irrelevant``: a run directory whose memory is the control (its dataset is recorded)."""
-    probe = {"name": DOSE, "values": parse_values(values), "irrelevant": None, "irrelevant_dataset": None,
-             "irrelevant_memory": None}
+    """The probe; ``irrelevant``: a run directory whose memory is the control (its dataset and its memory's
+    sha256 are recorded; its place is not)."""
+    probe = {"name": DOSE, "values": arm_probes.parse_counts(values, "values"), "irrelevant": None,
+             "irrelevant_dataset": None, "irrelevant_memory": None}
     if irrelevant is not None:
         path = Path(irrelevant).resolve()
         try:
@@ -153,7 +145,4 @@ async def dose(run) -> None:
 
 
 def cost(run) -> int:
-    """Calls at most: the train stage's still to do, then per test item each arm still to answer."""
-    train = sum(pkey(TRAIN, None, i.user, i.id) not in run.predictions for i in run.dataset.train)
-    names = arms(run.probe)
-    return 2 * train + sum(pkey(PROBE, a, i.user, i.id) not in run.predictions for i in run.dataset.test for a in names)
+    return arm_probes.cost(run, arms(run.probe))

@@ -29,6 +29,7 @@ from critique.engine import question
 from critique.engine.memory import selection
 from critique.engine.methods import method, prompt_over
 from critique.engine.run_directory import pkey
+from critique.experiments import arm_probes
 
 UNMARKED, PRIOR = "unmarked", "prior"
 ARMS = (UNMARKED, PRIOR)
@@ -115,7 +116,4 @@ async def priors(run) -> None:
 
 
 def cost(run) -> int:
-    """Calls at most: the train stage's still to do (an initial answer and a critique per train item), then per
-    test item each arm still to answer."""
-    train = sum(pkey(TRAIN, None, i.user, i.id) not in run.predictions for i in run.dataset.train)
-    return 2 * train + sum(pkey(PROBE, a, i.user, i.id) not in run.predictions for i in run.dataset.test for a in ARMS)
+    return arm_probes.cost(run, ARMS)

@@ -297,7 +297,9 @@ TIERS_NOTE = ("per credit run: its prompts answered with every entry (accuracy_f
               "deletions (one call per retrieved entry) and those that changed correctness (decisive), the null "
               "control (identical prompts asked again, and how many changed correctness), and the entries per tier "
               "(analysis/memory/credit.py: without --cite, novel-not-decisive stands for unused and used-not-decisive)")
-PRUNE_NOTE = ("rule: none (nothing removed), toxic, lowest:N (the N of lowest credit) and random:N (as many at "
+PRUNE_NOTE = ("rule: none (nothing removed), toxic, lowest:N (the N of lowest credit), estimate:N (the N of lowest "
+              "credit learned from the logs: analysis/memory/credit_model.py, fitted on the other half of the "
+              "entries) and random:N (as many at "
               "random: the budget-matched control; mean over seeds, min and max beside); accuracy pooled over "
               "the held-out questions; an error, a timeout or a parse failure counts wrong; errors: failed answers")
 

@@ -15,7 +15,8 @@ the standardised features is fitted on one half and judged on the other:
 - pruning at one budget: removing the N held-out entries with the lowest estimate, against removing the N with
   the lowest measured credit and N at random (the mean over RANDOM_DRAWS seeded draws), each as the measured
   credit removed (negative: harm taken out of memory); N is the number of held-out entries whose credit is
-  negative (at least 1). The accuracy such pruning gives needs answers asked again (`critique credit --prune`).
+  negative (at least 1). The accuracy such pruning gives needs answers asked again: `critique credit --prune
+  estimate:N,lowest:N` ranks every shown entry by its estimate fitted on the other half (``cross_fitted``).
 - for a stream's notes, the credit propagated along the version chain (a revision inherits PROPAGATION of its
   parent's propagated credit), and the estimate's rank correlation with it beside the per-version one.
 """
@@ -146,18 +147,39 @@ def propagated(versions: list[dict], credit: dict[str, float]) -> dict[str, floa
     return out
 
 
-def summary(credit_dir: Path) -> dict | None:
-    """The learned estimate of one credit run, judged on its held-out entries (None: too few entries to fit and
-    judge: fewer than 4 on a side)."""
+def _rows(credit_dir: Path) -> tuple[dict, dict, list[dict]]:
+    """(the credit run's measured-credit summary, its records, the FEATURES row of each entry it showed)."""
     from critique.analysis.memory import credit as measured_credit
-    from critique.analysis.reading import logs
-    from critique.analysis.stats.core import spearman
     from critique.base.vocab import CREDIT_FULL
 
     s = measured_credit.summary(credit_dir)
     data = measured_credit.read(credit_dir)
     full = [p for p in data["predictions"] if p["strategy"] == CREDIT_FULL and not p.get("error")]
-    rows = features(data["entries"], s["rows"], full)
+    return s, data, features(data["entries"], s["rows"], full)
+
+
+def cross_fitted(credit_dir: Path) -> dict[str, float]:
+    """Each shown entry's estimate by the model fitted on the other half of the entries (the halves of
+    ``held_out``), so no estimate has seen its own entry's credit; {} when a half has fewer than 4 entries. What
+    `critique credit --prune estimate:N` ranks by (an entry never shown is left out: its credit is 0 by
+    definition)."""
+    rows = _rows(credit_dir)[2]
+    halves = [[r for r in rows if held_out(r["id"]) == side] for side in (False, True)]
+    if min(len(h) for h in halves) < 4:
+        return {}
+    out: dict[str, float] = {}
+    for mine, other in ((halves[0], halves[1]), (halves[1], halves[0])):
+        out.update(zip((r["id"] for r in mine), estimate(fit(other), mine)))
+    return out
+
+
+def summary(credit_dir: Path) -> dict | None:
+    """The learned estimate of one credit run, judged on its held-out entries (None: too few entries to fit and
+    judge: fewer than 4 on a side)."""
+    from critique.analysis.reading import logs
+    from critique.analysis.stats.core import spearman
+
+    s, data, rows = _rows(credit_dir)
     fitted = [r for r in rows if not held_out(r["id"])]
     judged = [r for r in rows if held_out(r["id"])]
     if len(fitted) < 4 or len(judged) < 4:

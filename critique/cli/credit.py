@@ -29,8 +29,9 @@ def register(sub) -> None:
     p.add_argument("--out", help="the credit run directory (default RUN__credit-<STRATEGY>-<on>[-cite])")
     p.add_argument("--prune", metavar="RULES",
                    help="then remove entries by credit and score EP_CRIT and EP+SEM_CRIT on held-out questions: "
-                        "comma-separated toxic, lowest:N, random:N (needs --on train or test-half); every rule but "
-                        "random is matched by as many entries removed at random")
+                        "comma-separated toxic, lowest:N, estimate:N (the N lowest by credit learned from the logs, "
+                        "fitted on the other half of the entries), random:N (needs --on train or test-half); every "
+                        "rule but random is matched by as many entries removed at random")
     p.add_argument("--seeds", type=int, default=3, help="seeds of the random removals (default %(default)s)")
     p.add_argument("--prune-out", dest="prune_out", help="the pruning run directory (default <credit run>__prune)")
     p.add_argument("--report", action="store_true", help="print the tier table of the credit run (and the pruning "

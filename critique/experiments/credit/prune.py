@@ -5,9 +5,13 @@ Rules (``--prune``, comma-separated):
 
 - ``toxic``: the entries the credit run found toxic (critique.analysis.memory.credit);
 - ``lowest:N``: the N entries of lowest credit (net D over the prompts that retrieved them; ties by id);
+- ``estimate:N``: the N entries of lowest *learned* credit: each shown entry's estimate from what the logs hold
+  without a deletion call, by the model fitted on the other half of the entries
+  (critique.analysis.memory.credit_model.cross_fitted; ties by id; an entry never shown is left out);
 - ``random:N``: N entries at random (seeds 0..``--seeds``-1);
 
-and always ``none`` (nothing removed) and, for ``toxic`` and ``lowest:N``, the budget-matched control:
+and always ``none`` (nothing removed) and, for ``toxic``, ``lowest:N`` and ``estimate:N``, the budget-matched
+control:
 the same number of entries removed at random, once per seed (docs/memory.md: generic pruning is no fix, and
 reported random pruning *lowered* quality).
 
@@ -39,7 +43,7 @@ records.declare(CREDIT_PRUNE, (
     Field("pruned", "integer", "credit_prune: the number of entries the rule (strategy STRATEGY|RULE) removed "
           "from memory", required=False),
 ))
-NONE, TOXIC, LOWEST, RANDOM = "none", "toxic", "lowest", "random"
+NONE, TOXIC, LOWEST, ESTIMATE, RANDOM = "none", "toxic", "lowest", "estimate", "random"
 SEP = "|"
 
 
@@ -50,10 +54,10 @@ def parse_rules(text: str) -> list[tuple[str, int | None]]:
         kind, _, n = part.partition(":")
         if kind == TOXIC and not n:
             rules.append((TOXIC, None))
-        elif kind in (LOWEST, RANDOM) and n.isdigit() and int(n) >= 1:
+        elif kind in (LOWEST, ESTIMATE, RANDOM) and n.isdigit() and int(n) >= 1:
             rules.append((kind, int(n)))
         else:
-            raise ValueError(f"--prune: {part!r} is not toxic, lowest:N or random:N (N >= 1)")
+            raise ValueError(f"--prune: {part!r} is not toxic, lowest:N, estimate:N or random:N (N >= 1)")
     if not rules:
         raise ValueError("--prune: no rule given")
     return list(dict.fromkeys(rules))
@@ -63,8 +67,10 @@ def random_label(n: int, seed: int) -> str:
     return f"{RANDOM}:{n}#{seed}"
 
 
-def removal_sets(rows: list[dict], rules: list[tuple[str, int | None]], seeds: int, seed: int) -> dict[str, list]:
-    """Rule label -> the entry ids it removes: none, each rule, and budget-matched random removals."""
+def removal_sets(rows: list[dict], rules: list[tuple[str, int | None]], seeds: int, seed: int,
+                 estimates: dict[str, float] | None = None) -> dict[str, list]:
+    """Rule label -> the entry ids it removes: none, each rule, and budget-matched random removals;
+    ``estimates``: entry id -> learned credit, for ``estimate:N``."""
     ids = sorted(r["id"] for r in rows)
     out: dict[str, list[str]] = {NONE: []}
 
@@ -79,6 +85,9 @@ def removal_sets(rows: list[dict], rules: list[tuple[str, int | None]], seeds: i
                 randoms(len(out[TOXIC]))
         elif kind == LOWEST:
             out[f"{LOWEST}:{n}"] = [r["id"] for r in sorted(rows, key=lambda r: (r["credit"], r["id"]))[:n]]
+            randoms(n)
+        elif kind == ESTIMATE:
+            out[f"{ESTIMATE}:{n}"] = sorted(estimates or {}, key=lambda k: (estimates[k], k))[:n]
             randoms(n)
         else:
             randoms(n)
@@ -152,7 +161,15 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
     refuse_unrebuildable(manifest, source_dir)
     summary = analysis.summary(credit_dir, source_dir)
     config = source_config(manifest, **changes)
-    sets = removal_sets(summary["rows"], rules, seeds, config.seed)
+    estimates = None
+    if any(kind == ESTIMATE for kind, _ in rules):
+        from critique.analysis.memory import credit_model
+
+        estimates = credit_model.cross_fitted(credit_dir)
+        if not estimates:
+            raise UserError("--prune estimate:N: the credit run showed too few entries to fit the estimate on one "
+                            "half and apply it to the other (at least 4 each)")
+    sets = removal_sets(summary["rows"], rules, seeds, config.seed, estimates)
     credit_manifest = SourceRun(credit_dir).manifest
     out = Path(out) if out else Path(credit_dir).parent / f"{Path(credit_dir).name}__prune"
     probe = {"name": CREDIT_PRUNE, "strategy": strategy, "on": on, "source": Path(source_dir).name,

@@ -1,5 +1,5 @@
 """docs/results.md's figures of the memory papers' experiments on the model that learns (admission at write time,
-past outcomes against procedures: logs-memory/) are what `critique tables` prints from the shipped logs today, with
+past outcomes against procedures, revocable priors: logs-memory/) are what `critique tables` prints from the shipped logs today, with
 the study's admit-all runs (logs/) beside the admitting ones."""
 
 from __future__ import annotations
@@ -78,3 +78,43 @@ def test_what_the_conditioning_sentences_say(tables):
 
     calls = rundir.read_jsonl(MEMORY / "mcr-gen__local_qwen2.5-coder-0.5b__conditioning-1-4-16" / rundir.CALLS)
     assert f"{sum(not c['cached'] for c in calls)} new calls" in said
+
+
+def test_the_priors_rows(tables):
+    rows = [r for r in tables["priors"] if r["model"] == QWEN]
+    assert {r["arm"] for r in rows} == {"unmarked", "prior"}
+    assert all(r["n"] == 250 and r["errors"] == 0 for r in rows)
+    for r in rows:
+        wins = "-" if r["arm"] == "unmarked" else f"{r['wins']} / {r['losses']}"
+        line = (f"| {r['arm']} | {r['accuracy']:.1f} | {r['note_right']:.1f} | {r['followed']:.1f} | "
+                f"{r['followed_wrong']:.1f} | {r['acc_note_right']:.1f} | {r['acc_note_wrong']:.1f} | "
+                f"{_points(r.get('vs_unmarked'))} | {wins} | {_p(r.get('p'))} | {_mde(r.get('mde'))} |")
+        assert line in results(), line
+
+
+def test_what_the_priors_sentences_say(tables):
+    from statistics import mean
+
+    from critique.base import rundir
+    from shipped import page
+
+    rows = {r["arm"]: r for r in tables["priors"] if r["model"] == QWEN}
+    said = page(ROOT / "docs" / "results.md")
+    run = MEMORY / "mcr-gen__local_qwen2.5-coder-0.5b__priors"
+    predictions = [p for p in rundir.read_jsonl(run / rundir.PREDICTIONS) if p["stage"] == "probe"]
+    answers = {}
+    for p in predictions:
+        answers.setdefault(p["item_id"], {})[p["strategy"]] = p["answer"]
+    changed = sum(a["unmarked"] != a["prior"] for a in answers.values())
+    assert changed == rows["prior"]["wins"] + rows["prior"]["losses"] == 0
+    assert f"The marks change none of the {len(answers)} answers" in said
+    calls = rundir.read_jsonl(run / rundir.CALLS)
+    added = mean(c["prompt_tokens"] for c in calls if c["strategy"] == "prior") - \
+        mean(c["prompt_tokens"] for c in calls if c["strategy"] == "unmarked")
+    assert f"they add {added:.0f} prompt tokens a question on average" in said
+    assert f"{sum(not c['cached'] for c in calls)} new calls" in said
+    unmarked = rows["unmarked"]
+    assert (f"it answers the nearest note's option {unmarked['followed']:.1f}% of the time, "
+            f"{unmarked['followed_wrong']:.1f}% where that note is wrong") in said
+    assert (f"where the nearest note is right ({unmarked['acc_note_right']:.1f}%) than where it is wrong "
+            f"({unmarked['acc_note_wrong']:.1f}%)") in said

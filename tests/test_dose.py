@@ -104,3 +104,15 @@ def test_a_study_file_runs_it(tmp_path):
                     "[probes.dose]\nvalues = [4, 1]\n")
     assert load(path).probes["dose"]["probes"] == [{"name": "dose", "values": [1, 4], "irrelevant": None,
                                                    "irrelevant_dataset": None, "irrelevant_memory": None}]
+
+
+def test_the_lexical_check_cannot_fire_where_the_question_lists_every_option():
+    from critique.experiments.dose import memory_only
+
+    listed = "Which ordering? 1. pliers, euro 2. euro, pliers"
+    assert memory_only("1", listed, [{"asserted": "1"}, {"asserted": "2"}]) is None  # not a 0: no finding
+    lacking = "Is the statement true: lemons are sour"
+    assert memory_only("yes", lacking, [{"asserted": "yes"}]) is True
+    assert memory_only("no", lacking, [{"asserted": "yes"}]) is False
+    assert memory_only("1", listed, [{"asserted": "1"}, {"asserted": "yes"}]) is False  # "yes": only the note has it
+    assert memory_only("yes", lacking, [{"asserted": None}]) is None

@@ -1,6 +1,6 @@
 """docs/results.md's figures of the memory papers' experiments on the model that learns (admission at write time,
-past outcomes against procedures, revocable priors: logs-memory/) are what `critique tables` prints from the shipped logs today, with
-the study's admit-all runs (logs/) beside the admitting ones."""
+past outcomes against procedures, revocable priors: logs-memory/) are what `critique tables` prints from the
+shipped logs today, with the study's admit-all runs (logs/) beside the admitting ones."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ irrelevant@K: the K nearest of another dataset's):
 - `accuracy` (%), `n`, `errors` (an error, a timeout, a parse failure or a prompt that did not fit counts wrong;
   preference data: per user, then the mean over users);
 - `memory_only` (%): rule R7's lexical check, the answers that are an option a shown note asserts and the
-  question does not hold as a word, over the answers where a note named an option;
+  question does not hold as a word, over the answers where a shown note named such an option (none: the check
+  cannot fire, as where the question lists every option);
 - against `none` on the same items: the difference in points, the items right only in the arm (`wins`) and only
   without memory (`losses`), the exact McNemar p (the sign test), Holm over the run's arms, and the minimum
   detectable effect.
@@ -33,9 +34,9 @@ COLUMNS = ["model", "dataset", "arm", "memory", "k", "shown", "prompt_tokens", "
 NOTE = ("arm: none (the zero-shot prompt), own@K (EP_CRIT's prompt with the K nearest entries of the run's memory) "
         "or irrelevant@K (the K nearest of another dataset's run); shown: entries shown, on average; memory_only: "
         "answers that are an option a shown note asserts and the question does not hold as a word (rule R7), over "
-        "the answers where a note named one; vs_none: points against none on the same items (wins, losses: right "
-        "only in the arm, only in none); p: exact McNemar (sign test on those items); p_holm: Holm over the run's "
-        "arms; errors count wrong; " + MDE_NOTE)
+        "the answers where a shown note named such an option (-: none did, the check cannot fire); vs_none: "
+        "points against none on the same items (wins, losses: right only in the arm, only in none); p: exact "
+        "McNemar (sign test on those items); p_holm: Holm over the run's arms; errors count wrong; " + MDE_NOTE)
 
 
 def run_rows(path: Path, problems: list[str]) -> list[dict]:

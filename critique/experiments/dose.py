@@ -17,7 +17,8 @@ stage runs as the study's does (a run of the same model and data answers its cal
 The values are on a log scale by default, so the curve shows where more memory stops helping and where it starts
 to hurt. Each record says how many entries it showed (``shown``) and, for rule R7's lexical check, whether the
 answer is an option that only the memory carries (``memory_only``: a label a shown note asserts that the question
-does not hold as a word; null with no note shown). The table is critique.analysis.memory.dose.
+does not hold as a word; null where no shown note asserts such a label, as on data whose options the question
+lists: there the check cannot fire, and a 0 would be no finding). The table is critique.analysis.memory.dose.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ records.declare(DOSE, (
     Field("k", "integer", "dose: the entries the prompt was to show (K); 0 for none", required=False),
     Field("shown", "integer", "dose: the entries it showed", required=False),
     Field("memory_only", "boolean|null", "dose: the answer is an option a shown note asserts that the question "
-          "does not hold as a word (rule R7's lexical check); null when no note named an option", required=False),
+          "does not hold as a word (rule R7's lexical check); null when no shown note asserts an option the question "
+          "lacks (the check cannot fire)", required=False),
 ))
 
 
@@ -79,12 +81,14 @@ def arms(probe: dict) -> list[str]:
 
 
 def memory_only(answer: str | None, question: str, shown: list[dict]) -> bool | None:
-    """The answer is an option a shown note asserts, and not a word of the question (None: no note asserts)."""
-    asserted = {e.get("asserted") for e in shown} - {None}
-    if not asserted:
-        return None
+    """The answer is an option a shown note asserts that is not a word of the question (None: no shown note asserts
+    such an option, so no answer could be one)."""
     words = set(re.findall(r"\w+", question.lower()))
-    return answer in asserted and str(answer).lower() not in words
+    lacking = {e.get("asserted") for e in shown} - {None}
+    lacking = {a for a in lacking if str(a).lower() not in words}
+    if not lacking:
+        return None
+    return answer in lacking
 
 
 def _prompt(run, item, vector, pool, k: int, user):

@@ -1,6 +1,6 @@
 """docs/results.md's figures of the memory papers' experiments on the model that learns (admission at write time,
-past outcomes against procedures, revocable priors: logs-memory/) are what `critique tables` prints from the
-shipped logs today, with the study's admit-all runs (logs/) beside the admitting ones."""
+past outcomes against procedures, revocable priors, dose-response: logs-memory/) are what `critique tables`
+prints from the shipped logs today, with the study's admit-all runs (logs/) beside the admitting ones."""
 
 from __future__ import annotations
 
@@ -118,3 +118,55 @@ def test_what_the_priors_sentences_say(tables):
             f"{unmarked['followed_wrong']:.1f}% where that note is wrong") in said
     assert (f"where the nearest note is right ({unmarked['acc_note_right']:.1f}%) than where it is wrong "
             f"({unmarked['acc_note_wrong']:.1f}%)") in said
+
+
+DOSE_RUN = MEMORY / "mcr-gen__local_qwen2.5-coder-0.5b__dose-1-4-16-vs-control-neg"
+DOSE_ARMS = ["none", "own@1", "own@4", "own@16", "irrelevant@1", "irrelevant@4", "irrelevant@16"]
+
+
+def _share(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def test_the_dose_rows(tables):
+    rows = {r["arm"]: r for r in tables["dose"] if r["model"] == QWEN}
+    assert set(rows) == set(DOSE_ARMS)
+    assert all(r["n"] == 50 and r["errors"] == 0 for r in rows.values())
+    for arm in DOSE_ARMS:
+        r = rows[arm]
+        wins = "-" if arm == "none" else f"{r['wins']} / {r['losses']}"
+        line = (f"| {arm} | {r['shown']:.0f} | {r['prompt_tokens']:.0f} | {r['accuracy']:.1f} | "
+                f"{_share(r['memory_only'])} | {_points(r.get('vs_none'))} | {wins} | {_p(r.get('p'))} | "
+                f"{_p(r.get('p_holm'))} | {_mde(r.get('mde'))} |")
+        assert line in results(), line
+
+
+def test_the_dose_run_names_its_control_by_content():
+    import hashlib
+    import json
+
+    from critique.base import rundir
+
+    probe = json.loads((DOSE_RUN / rundir.MANIFEST).read_text())["probe"]
+    control = LOGS / "control-neg__local_qwen2.5-coder-0.5b" / "memory" / "episodic.jsonl"
+    assert probe == {"name": "dose", "values": [1, 4, 16], "irrelevant_dataset": "control-neg",
+                     "irrelevant_memory": hashlib.sha256(control.read_bytes()).hexdigest()}
+    calls = rundir.read_jsonl(DOSE_RUN / rundir.CALLS)
+    memory_arms = {c["request_hash"] for c in calls if c["strategy"] not in ("none", None) and c["stage"] == "probe"}
+    assert f"{len(memory_arms)} calls for the memory arms" in results()
+
+
+def test_what_the_dose_sentences_say(tables):
+    from critique.base import rundir
+
+    predictions = [p for p in rundir.read_jsonl(DOSE_RUN / rundir.PREDICTIONS) if p["stage"] == "probe"]
+    ones = sum(p["answer"] == "1" for p in predictions)
+    gold = sum(p["gold"] == "1" for p in predictions if p["strategy"] == "none")
+    said = results()
+    assert f'answers "1" to {ones} of the {len(predictions)} prompts' in said
+    assert f'({gold} of the 50 gold answers are "1", hence {100 * gold / 50:.1f} in every row)' in said
+    rows = [r for r in tables["dose"] if r["model"] == QWEN]
+    assert {r["accuracy"] for r in rows} == {100 * gold / 50}
+    assert all(r["memory_only"] is None for r in rows)  # "R7's lexical check cannot fire on mcr-gen"
+    conditioning = {r["arm"]: r for r in tables["conditioning"] if r["model"] == QWEN}["outcomes@1"]
+    assert f"one past outcome: {conditioning['wins'] + conditioning['losses']} discordant items of 100" in said

@@ -11,9 +11,8 @@ Rules (``--prune``, comma-separated):
 - ``random:N``: N entries at random (seeds 0..``--seeds``-1);
 
 and always ``none`` (nothing removed) and, for ``toxic``, ``lowest:N`` and ``estimate:N``, the budget-matched
-control:
-the same number of entries removed at random, once per seed (docs/memory.md: generic pruning is no fix, and
-reported random pruning *lowered* quality).
+control: the same number of entries removed at random, once per seed (docs/memory.md: generic pruning is no fix,
+and reported random pruning *lowered* quality).
 
 Held-out questions: with ``--on train`` every test question (the credit was measured on train), with
 ``--on test-half`` the other half of test; ``--on test`` is refused (pruning on the questions the

@@ -26,7 +26,7 @@ def _points(value) -> str:
     return "-" if value is None else f"{value:+.1f}"
 
 
-def _mde(value) -> str:
+def _tenth(value) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
@@ -37,7 +37,7 @@ def test_the_admission_rows(tables):
         assert r["twin"] == str(LOGS / f"{r['dataset']}__local_qwen2.5-coder-0.5b")  # the study's admit-all run
         line = (f"| {r['dataset']} | {r['critiques']} | {r['rejected']} | {r['rejected_share']:.1f} | "
                 f"{r['accuracy']:.1f} | {r['admit_all']:.1f} | {_points(r['vs_admit_all'])} | {r['wins']} / "
-                f"{r['losses']} | {_p(r['p'])} | {_mde(r['mde'])} |")
+                f"{r['losses']} | {_p(r['p'])} | {_tenth(r['mde'])} |")
         assert line in results(), line
 
 
@@ -60,17 +60,15 @@ def test_the_conditioning_rows(tables):
         wins = "-" if r["arm"] == "none" else f"{r['wins']} / {r['losses']}"
         line = (f"| {r['arm']} | {r['entries']:.1f} | {r['prompt_tokens']:.0f} | {r['accuracy']:.1f} | "
                 f"{_points(r.get('vs_none'))} | {wins} | {_p(r.get('p'))} | {_p(r.get('p_holm'))} | "
-                f"{_mde(r.get('mde'))} |")
+                f"{_tenth(r.get('mde'))} |")
         assert line in results(), line
 
 
 def test_what_the_conditioning_sentences_say(tables):
-    from shipped import page
-
     rows = {r["arm"]: r for r in tables["conditioning"] if r["model"] == QWEN}
     assert all(r.get("p_holm") is None or r["p_holm"] >= 0.05 for r in rows.values())  # "no arm differs ... Holm"
     one = rows["outcomes@1"]
-    said = page(ROOT / "docs" / "results.md")
+    said = results()
     assert (f"one past outcome before the question ({one['vs_none']:+.1f} points, {one['wins']} items won and "
             f"{one['losses']} lost, p = {one['p']:.3g} before Holm)") in said
     assert f"up to {rows['outcomes@16']['prompt_tokens']:,.0f} prompt tokens" in said
@@ -88,7 +86,7 @@ def test_the_priors_rows(tables):
         wins = "-" if r["arm"] == "unmarked" else f"{r['wins']} / {r['losses']}"
         line = (f"| {r['arm']} | {r['accuracy']:.1f} | {r['note_right']:.1f} | {r['followed']:.1f} | "
                 f"{r['followed_wrong']:.1f} | {r['acc_note_right']:.1f} | {r['acc_note_wrong']:.1f} | "
-                f"{_points(r.get('vs_unmarked'))} | {wins} | {_p(r.get('p'))} | {_mde(r.get('mde'))} |")
+                f"{_points(r.get('vs_unmarked'))} | {wins} | {_p(r.get('p'))} | {_tenth(r.get('mde'))} |")
         assert line in results(), line
 
 
@@ -96,10 +94,9 @@ def test_what_the_priors_sentences_say(tables):
     from statistics import mean
 
     from critique.base import rundir
-    from shipped import page
 
     rows = {r["arm"]: r for r in tables["priors"] if r["model"] == QWEN}
-    said = page(ROOT / "docs" / "results.md")
+    said = results()
     run = MEMORY / "mcr-gen__local_qwen2.5-coder-0.5b__priors"
     predictions = [p for p in rundir.read_jsonl(run / rundir.PREDICTIONS) if p["stage"] == "probe"]
     answers = {}
@@ -124,10 +121,6 @@ DOSE_RUN = MEMORY / "mcr-gen__local_qwen2.5-coder-0.5b__dose-1-4-16-vs-control-n
 DOSE_ARMS = ["none", "own@1", "own@4", "own@16", "irrelevant@1", "irrelevant@4", "irrelevant@16"]
 
 
-def _share(value) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
 def test_the_dose_rows(tables):
     rows = {r["arm"]: r for r in tables["dose"] if r["model"] == QWEN}
     assert set(rows) == set(DOSE_ARMS)
@@ -136,18 +129,17 @@ def test_the_dose_rows(tables):
         r = rows[arm]
         wins = "-" if arm == "none" else f"{r['wins']} / {r['losses']}"
         line = (f"| {arm} | {r['shown']:.0f} | {r['prompt_tokens']:.0f} | {r['accuracy']:.1f} | "
-                f"{_share(r['memory_only'])} | {_points(r.get('vs_none'))} | {wins} | {_p(r.get('p'))} | "
-                f"{_p(r.get('p_holm'))} | {_mde(r.get('mde'))} |")
+                f"{_tenth(r['memory_only'])} | {_points(r.get('vs_none'))} | {wins} | {_p(r.get('p'))} | "
+                f"{_p(r.get('p_holm'))} | {_tenth(r.get('mde'))} |")
         assert line in results(), line
 
 
 def test_the_dose_run_names_its_control_by_content():
     import hashlib
-    import json
 
     from critique.base import rundir
 
-    probe = json.loads((DOSE_RUN / rundir.MANIFEST).read_text())["probe"]
+    probe = rundir.read_manifest(DOSE_RUN)["probe"]
     control = LOGS / "control-neg__local_qwen2.5-coder-0.5b" / "memory" / "episodic.jsonl"
     assert probe == {"name": "dose", "values": [1, 4, 16], "irrelevant_dataset": "control-neg",
                      "irrelevant_memory": hashlib.sha256(control.read_bytes()).hexdigest()}

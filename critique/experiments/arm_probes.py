@@ -14,9 +14,8 @@ def parse_counts(text, name: str) -> list[int]:
     counts = []
     for part in parts:
         value = part.strip() if isinstance(part, str) else part
-        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and value.isdigit())):
-            raise ValueError(f"{name} must be whole numbers of at least 1, not {part!r}")
-        if int(value) < 1:
+        whole = not isinstance(value, bool) and (isinstance(value, int) or (isinstance(value, str) and value.isdigit()))
+        if not whole or int(value) < 1:
             raise ValueError(f"{name} must be whole numbers of at least 1, not {part!r}")
         counts.append(int(value))
     if not counts:

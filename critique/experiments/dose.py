@@ -65,14 +65,18 @@ def dose_probe(values=VALUES, irrelevant: str | Path | None = None) -> dict:
             manifest = rundir.read_manifest(path)
         except (OSError, ValueError) as exc:
             raise ValueError(str(exc)) from None
-        episodic = path / rundir.MEMORY / "episodic.jsonl"
-        if not episodic.exists():
+        if not (path / rundir.MEMORY / rundir.EPISODIC).exists():
             raise ValueError(f"{irrelevant}: a run without an episodic memory (memory/episodic.jsonl)")
         if manifest["dataset"].get("kind") == "preference":
             raise ValueError(f"{irrelevant}: a preference run; the irrelevant memory must be one pool")
         probe.update(irrelevant=str(path), irrelevant_dataset=manifest["dataset"]["name"],
-                     irrelevant_memory=hashlib.sha256(episodic.read_bytes()).hexdigest())
+                     irrelevant_memory=memory_hash(path / rundir.MEMORY))
     return probe
+
+
+def memory_hash(folder: Path) -> str:
+    """The sha256 of a memory folder's episodic entries: how the probe names the irrelevant memory."""
+    return hashlib.sha256((folder / rundir.EPISODIC).read_bytes()).hexdigest()
 
 
 def arms(probe: dict) -> list[str]:
@@ -124,7 +128,7 @@ async def _ask(run, item, vector, arm: str, pools: dict) -> None:
 def _irrelevant_memory(run) -> Path:
     """The memory folder of the run given as irrelevant, checked to hold the memory the probe names."""
     folder = Path(run.inputs["irrelevant"]) / rundir.MEMORY
-    if hashlib.sha256((folder / "episodic.jsonl").read_bytes()).hexdigest() != run.probe["irrelevant_memory"]:
+    if memory_hash(folder) != run.probe["irrelevant_memory"]:
         raise RunError(f"{folder}: its memory changed since the probe named it; give --irrelevant again")
     return folder
 

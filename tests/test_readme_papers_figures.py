@@ -1,6 +1,7 @@
 """docs/results.md's figures of the memory papers' experiments on the model that learns (admission at write time,
-past outcomes against procedures, revocable priors, dose-response: logs-memory/) are what `critique tables`
-prints from the shipped logs today, with the study's admit-all runs (logs/) beside the admitting ones."""
+offline and on a stream, past outcomes against procedures, revocable priors, dose-response: logs-memory/) are what
+`critique tables` prints from the shipped logs today, with the study's admit-all runs (logs/) beside the admitting
+ones, and the shipped streams resume with no call."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _tenth(value) -> str:
 
 
 def test_the_admission_rows(tables):
-    rows = [r for r in tables["admission"] if r["model"] == QWEN]
+    rows = [r for r in tables["admission"] if r["model"] == QWEN and r["probe"] is None]
     assert {r["dataset"] for r in rows} == {"mcr-gen", "pref-gen"}
     for r in rows:
         assert r["twin"] == str(LOGS / f"{r['dataset']}__local_qwen2.5-coder-0.5b")  # the study's admit-all run
@@ -49,6 +50,53 @@ def test_the_shipped_runs_are_complete(tmp_path, capsys):
     shutil.copytree(MEMORY, tmp_path / "memory")
     assert main(["study", str(tmp_path / "memory" / "admission-qwen.toml"), "--dry-run"]) == 0
     assert "2 complete, 0 to run" in capsys.readouterr().out
+
+
+STREAM = MEMORY / "mcr-gen__local_qwen2.5-coder-0.5b__admission-instruction__stream-gold"
+STREAM_TWIN = MEMORY / "mcr-gen__local_qwen2.5-coder-0.5b__stream-gold"
+
+
+def test_the_stream_admission_row(tables):
+    (r,) = [r for r in tables["admission"] if r["model"] == QWEN and r["probe"] == "stream"]
+    assert r["twin"] == str(STREAM_TWIN)
+    line = (f"| {r['dataset']} | {r['critiques']} | {r['rejected']} | {r['rejected_share']:.1f} | "
+            f"{r['accuracy']:.1f} | {r['admit_all']:.1f} | {_points(r['vs_admit_all'])} | {r['wins']} / "
+            f"{r['losses']} | {_p(r['p'])} | {_tenth(r['mde'])} |")
+    assert line in results(), line
+
+
+def test_what_the_stream_admission_sentences_say(tables):
+    from critique.base import rundir
+
+    streams = [r for r in tables["stream"] if r["model"].startswith(QWEN)]  # labelled by the settings they differ in
+    (admitting,) = [r for r in streams if "admission=instruction" in r["model"]]
+    (twin,) = [r for r in streams if "admission=all" in r["model"]]
+    said = results()
+    assert (admitting["written"], admitting["notes_end"]) == (0, 1)  # "its memory never grows past that one note"
+    assert f"while its twin's last step retrieves from {twin['notes_end']}" in said
+    assert (f"a step's prompt is {admitting['prompt_tokens']:,.0f} tokens on the admitting stream against "
+            f"{twin['prompt_tokens']:,.0f} on its twin") in said
+    (kept,) = rundir.read_jsonl(STREAM / rundir.MEMORY / rundir.NOTES)
+    assert kept["step"] is None and "should" in kept["entry"]["critique"]["local_reason"]  # a train note
+    calls = [c for run in (STREAM, STREAM_TWIN) for c in rundir.read_jsonl(run / rundir.CALLS)]
+    assert f"{sum(not c['cached'] for c in calls)} new calls in all" in said
+
+
+@pytest.mark.parametrize("run", [STREAM, STREAM_TWIN], ids=["admitting", "admit-all"])
+def test_the_shipped_streams_resume_with_no_call(run, tmp_path, capsys):
+    import shutil
+
+    from critique.base import rundir
+    from critique.cli import main
+
+    shutil.copytree(run, tmp_path / run.name)
+    command = rundir.read_manifest(run)["command"][1:]
+    command[command.index("--out") + 1] = str(tmp_path / run.name)
+    if "--reuse" in command:  # the folder it was run beside (an absolute path of that machine): not needed to resume
+        at = command.index("--reuse")
+        del command[at:at + 2]
+    assert main([*command, "--no-cache", "--quiet"]) == 0
+    assert "0 LLM calls made" in capsys.readouterr().out
 
 
 def test_the_conditioning_rows(tables):

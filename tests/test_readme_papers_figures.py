@@ -31,14 +31,19 @@ def _tenth(value) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _admission_line(r: dict) -> str:
+    """An admission table row as docs/results.md writes it (offline or on a stream: the same columns)."""
+    return (f"| {r['dataset']} | {r['critiques']} | {r['rejected']} | {r['rejected_share']:.1f} | "
+            f"{r['accuracy']:.1f} | {r['admit_all']:.1f} | {_points(r['vs_admit_all'])} | {r['wins']} / "
+            f"{r['losses']} | {_p(r['p'])} | {_tenth(r['mde'])} |")
+
+
 def test_the_admission_rows(tables):
     rows = [r for r in tables["admission"] if r["model"] == QWEN and r["probe"] is None]
     assert {r["dataset"] for r in rows} == {"mcr-gen", "pref-gen"}
     for r in rows:
         assert r["twin"] == str(LOGS / f"{r['dataset']}__local_qwen2.5-coder-0.5b")  # the study's admit-all run
-        line = (f"| {r['dataset']} | {r['critiques']} | {r['rejected']} | {r['rejected_share']:.1f} | "
-                f"{r['accuracy']:.1f} | {r['admit_all']:.1f} | {_points(r['vs_admit_all'])} | {r['wins']} / "
-                f"{r['losses']} | {_p(r['p'])} | {_tenth(r['mde'])} |")
+        line = _admission_line(r)
         assert line in results(), line
 
 
@@ -59,9 +64,7 @@ STREAM_TWIN = MEMORY / "mcr-gen__local_qwen2.5-coder-0.5b__stream-gold"
 def test_the_stream_admission_row(tables):
     (r,) = [r for r in tables["admission"] if r["model"] == QWEN and r["probe"] == "stream"]
     assert r["twin"] == str(STREAM_TWIN)
-    line = (f"| {r['dataset']} | {r['critiques']} | {r['rejected']} | {r['rejected_share']:.1f} | "
-            f"{r['accuracy']:.1f} | {r['admit_all']:.1f} | {_points(r['vs_admit_all'])} | {r['wins']} / "
-            f"{r['losses']} | {_p(r['p'])} | {_tenth(r['mde'])} |")
+    line = _admission_line(r)
     assert line in results(), line
 
 

@@ -12,6 +12,8 @@ from critique.base import rundir
 from critique.base.cost import PREFIX
 from critique.cli import main
 
+import statement_dataset
+
 TRAIN = {  # entry -> question; the scripted model reads which of them a prompt shows
     "A": "Apples grow on trees in the orchard and are often red.",  # load-bearing for T1
     "B": "Lemons are sour yellow citrus fruits grown in warm climates.",  # B and B2: duplicates (cosine 0.98)
@@ -27,14 +29,7 @@ CITED = ("A", "C")
 
 
 def dataset(folder):
-    folder.mkdir(parents=True)
-    (folder / "dataset.json").write_text(json.dumps({"name": "fruit", "task": "is the statement true",
-                                                     "answer_space": ["yes", "no"]}))
-    (folder / "train.jsonl").write_text("".join(json.dumps({"id": k, "question": q, "answer": "yes"}) + "\n"
-                                                for k, q in TRAIN.items()))
-    (folder / "test.jsonl").write_text("".join(json.dumps({"id": k, "question": q, "answer": GOLD[k]}) + "\n"
-                                               for k, q in TEST.items()))
-    return folder
+    return statement_dataset.write(folder, "fruit", TRAIN, TEST, GOLD)
 
 
 def scripted(prompt, options, props):

@@ -12,6 +12,8 @@ from critique.analysis.memory import credit as analysis
 from critique.analysis.memory import credit_model
 from critique.cli import main
 
+import statement_dataset
+
 TRAIN = {
     "t00": "Dogs are loyal animals that like to play fetch in the park.",
     "t01": "Sharks are fish with rows of sharp teeth that hunt in the ocean.",
@@ -40,14 +42,7 @@ TEST = {
 
 
 def dataset(folder):
-    folder.mkdir(parents=True)
-    (folder / "dataset.json").write_text(json.dumps({"name": "animals", "task": "is the statement true",
-                                                     "answer_space": ["yes", "no"]}))
-    (folder / "train.jsonl").write_text("".join(json.dumps({"id": k, "question": q, "answer": "yes"}) + "\n"
-                                                for k, q in TRAIN.items()))
-    (folder / "test.jsonl").write_text("".join(json.dumps({"id": k, "question": q, "answer": "yes"}) + "\n"
-                                               for k, q in TEST.items()))
-    return folder
+    return statement_dataset.write(folder, "animals", TRAIN, TEST)
 
 
 def scripted(prompt, options, props):

@@ -305,6 +305,7 @@ def test_example_study_file_is_valid():
     assert len(example.models[-1].deployments) == 2
     assert set(example.ablations) == {"k", "train_size", "parts"}
     assert set(example.probes) == {"suggestibility", "consistency", "stream"}
+    assert example.credit["rules"] == [("estimate", 10), ("lowest", 10)] and example.credit["datasets"] == ["mcr"]
     assert {"ace", "dc", "expel", "dspy:knn"} <= set(example.strategies) and example.settings["train_budget"] > 0
     cells = study.plan(example, {d: "x" for d in example.datasets})
     assert len(cells) == len(example.models) * len(example.datasets)

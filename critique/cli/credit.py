@@ -66,7 +66,6 @@ def report(out: Path, source: Path, fmt: str, prune: Path | None = None) -> None
 def main(args) -> int:
     from critique.base.errors import UserError
     from critique.experiments.credit import deletion as credit
-    from critique.experiments.credit.deletion import STRATEGIES
 
     if args.concurrency is not None and args.concurrency < 1:
         raise UserError(f"--concurrency must be at least 1, not {args.concurrency}")
@@ -78,15 +77,9 @@ def main(args) -> int:
         from critique.experiments.credit import prune as credit_prune
 
         try:
-            rules = credit_prune.parse_rules(args.prune)
+            rules = credit_prune.checked_rules(args.prune, args.strategy, args.on)
         except ValueError as exc:
-            raise UserError(str(exc)) from None
-        if args.on == "test":
-            raise UserError("--prune needs --on train or --on test-half: pruning by credit measured on the test "
-                            "questions and scoring it on them selects on the test set")
-        if args.strategy not in STRATEGIES:
-            raise UserError(f"--prune removes episodic entries and scores {', '.join(STRATEGIES)}; {args.strategy}'s "
-                            "notes are credited without pruning")
+            raise UserError(f"--prune: {exc}") from None
     if args.report:
         try:
             report(out, source, args.format, prune_out)

@@ -312,9 +312,11 @@ def plan(run, source: dict, strategy: str, on: str, cite: bool, null: int) -> di
 
 
 def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = False, null: int = 0,
-            out: Path | None = None, progress: bool = True, say=print, **changes) -> dict:
+            out: Path | None = None, progress: bool = True, say=print, run_options: dict | None = None,
+            **changes) -> dict:
     """Run the credit test (resumable); says its cost in calls on stderr before the first call. Returns the plan
-    (with ``cost`` and ``counter['requested']``, the calls requested) and the outcome."""
+    (with ``cost`` and ``counter['requested']``, the calls requested) and the outcome. ``run_options``: what a
+    study gives each of its runs (critique.runner.execute_run's runner, limits, stop)."""
     from critique.base.cost import print_cost
     from critique.base.errors import UserError
     from critique.experiments import reuse
@@ -366,7 +368,8 @@ def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = F
             announce(run)
         await work_for(state)(run)
 
-    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=work, setup=setup, progress=progress)
+    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=work, setup=setup, progress=progress,
+                             **(run_options or {}))
     state["outcome"] = outcome
     state["out"] = out
     return state

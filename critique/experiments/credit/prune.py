@@ -56,10 +56,32 @@ def parse_rules(text: str) -> list[tuple[str, int | None]]:
         elif kind in (LOWEST, ESTIMATE, RANDOM) and n.isdigit() and int(n) >= 1:
             rules.append((kind, int(n)))
         else:
-            raise ValueError(f"--prune: {part!r} is not toxic, lowest:N, estimate:N or random:N (N >= 1)")
+            raise ValueError(f"{part!r} is not toxic, lowest:N, estimate:N or random:N (N >= 1)")
     if not rules:
-        raise ValueError("--prune: no rule given")
+        raise ValueError("no rule given")
     return list(dict.fromkeys(rules))
+
+
+def checked_rules(text: str, strategy: str, on: str) -> list[tuple[str, int | None]]:
+    """The rules of ``text`` (parse_rules) for a credit run of ``strategy`` on ``on``; ValueError where pruning
+    cannot follow it (the CLI's --prune, a study file's ``[credit] prune``)."""
+    from critique.experiments.credit.deletion import STRATEGIES
+
+    rules = parse_rules(text)
+    if on == "test":
+        raise ValueError("pruning needs credit on train or test-half: pruning by credit measured on the test "
+                         "questions and scoring it on them selects on the test set")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"pruning removes episodic entries and scores {', '.join(STRATEGIES)}; {strategy}'s "
+                         "notes are credited without pruning")
+    return rules
+
+
+def rule_labels(rules: list[tuple[str, int | None]]) -> list[str]:
+    """The strategy labels (after STRATEGY|) a pruning run holds predictions of for ``rules``, whatever credit
+    found: ``toxic`` is left out (with no toxic entry it removes nothing and is not asked), a random rule by its
+    first seed."""
+    return [random_label(n, 0) if kind == RANDOM else f"{kind}:{n}" for kind, n in rules if kind != TOXIC]
 
 
 def random_label(n: int, seed: int) -> str:
@@ -139,8 +161,10 @@ def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[s
 
 
 def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: list, seeds: int, *,
-            out: Path | None = None, progress: bool = True, say=print, **changes) -> dict:
-    """Score the pruned memories (resumable); says its cost in calls on stderr before the first call."""
+            out: Path | None = None, progress: bool = True, say=print, run_options: dict | None = None,
+            **changes) -> dict:
+    """Score the pruned memories (resumable); says its cost in calls on stderr before the first call.
+    ``run_options``: what a study gives each of its runs (critique.runner.execute_run's runner, limits, stop)."""
     from critique.analysis.memory import credit as analysis
     from critique.base.cost import print_cost
     from critique.base.errors import UserError
@@ -204,6 +228,7 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
             groups.setdefault(a.hash, []).append(a)
         await run.each(list(groups.values()), one, "prune")
 
-    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=work, setup=setup, progress=progress)
+    outcome, _ = execute_run(config, out, probe=probe, reuse=pool, work=work, setup=setup, progress=progress,
+                             **(run_options or {}))
     state.update(outcome=outcome, out=out)
     return state

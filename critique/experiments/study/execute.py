@@ -27,7 +27,7 @@ from critique.base.config import setting_problem
 from critique.base.errors import Stopped
 from critique.base.rundir import redact
 from critique.experiments import ablations, probes, reuse
-from critique.experiments.study import engines
+from critique.experiments.study import credit_table, engines
 from critique.experiments.study.fields import error
 from critique.experiments.study.file import Cell, check, load
 from critique.experiments.study.plan import plan, resolved, task_state
@@ -119,18 +119,20 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                     continue
                 if task_state(task) == "complete":
                     continue
-                if task.probe is not None:
-                    work = probes.work_for(task.probe)
-                elif task.ablation is not None:
-                    work = ablations.execute
+                options = dict(runner=(loop or process_loop()).run, deployments=cell.model.deployments,
+                               routing_strategy=routing_strategy, limits=shared_objects.limits, stop=watchdog,
+                               spend=shared_objects.spend)
+                if task.credit is not None:  # its own run directory, made as `critique credit` makes it
+                    outcome, logged = credit_table.execute(task, say, options), {}
                 else:
-                    work = execute
-                outcome, logged = execute_run(task.config, task.out, probe=task.probe, ablation=task.ablation,
-                                              reuse=pool, work=work, progress=False,
-                                              runner=(loop or process_loop()).run,
-                                              deployments=cell.model.deployments,
-                                              routing_strategy=routing_strategy, limits=shared_objects.limits,
-                                              stop=watchdog, spend=shared_objects.spend)
+                    if task.probe is not None:
+                        work = probes.work_for(task.probe)
+                    elif task.ablation is not None:
+                        work = ablations.execute
+                    else:
+                        work = execute
+                    outcome, logged = execute_run(task.config, task.out, probe=task.probe, ablation=task.ablation,
+                                                  reuse=pool, work=work, progress=False, **options)
                 pool.update({k: v for k, v in logged.items() if k not in pool})
                 calls += outcome.calls_made
                 done.append(task.label)

@@ -12,7 +12,7 @@ from critique.base.config import canonical_critic, setting_problem
 from critique.base.rundir import add_param_secrets, add_url_secrets
 from critique.experiments.study.fields import check_table, error, filters, string_list, typed, unknown
 from critique.experiments import ablations
-from critique.experiments.study import probe_tables
+from critique.experiments.study import credit_table, probe_tables
 
 SETTINGS = {  # top-level field -> (type, what it is)
     "out": (str, "parent folder of the run directories"),
@@ -53,7 +53,7 @@ SETTINGS = {  # top-level field -> (type, what it is)
 }
 FIELD_OF = {"retries": "num_retries"}  # study file name -> RunConfig field, where they differ
 MODEL_FIELD_OF = {**FIELD_OF, "name": "model"}
-TABLES = ("models", "providers", "probes", "ablations", "router")
+TABLES = ("models", "providers", "probes", "ablations", "credit", "router")
 MODEL_FIELDS = {"name": str, "api_base": str, "reasoning_effort": str, "max_tokens": int, "temperature": float,
                 "concurrency": int, "timeout": float, "retries": int, "context_tokens": int, "price": str,
                 "response_format": str}
@@ -97,6 +97,7 @@ class Task:
     probe: dict | None = None
     ablation: dict | None = None
     budget_from: Path | None = None  # a stream's random control: the verifier arm whose budget it takes
+    credit: dict | None = None  # a credit or pruning run of the cell's plain run (study.credit_table)
 
 
 @dataclass
@@ -125,6 +126,7 @@ class Study:
     providers: dict[str, int] = field(default_factory=dict)
     probes: dict[str, dict] = field(default_factory=dict)
     ablations: dict[str, dict] = field(default_factory=dict)
+    credit: dict | None = None  # the [credit] table, checked (study.credit_table.read)
     routing_strategy: str | None = None
 
 
@@ -145,7 +147,7 @@ def load(path: str | Path) -> Study:
     for key in data:
         if key not in SETTINGS and key not in TABLES:
             raise unknown(path, "", key, list(SETTINGS) + list(TABLES))
-    for table in ("providers", "probes", "ablations", "router"):
+    for table in ("providers", "probes", "ablations", "credit", "router"):
         if table in data and not isinstance(data[table], dict):
             raise error(f"{path}: {table} must be a table ([{table}])")
     settings = {k: typed(path, k, data[k], SETTINGS[k][0]) for k in SETTINGS if k in data}
@@ -249,6 +251,7 @@ def load(path: str | Path) -> Study:
             raise error(f"{path}: model {model.name!r} has both api_base and router deployments; keep one")
 
     probes_ = probe_tables.read(path, data.get("probes") or {}, datasets, names)
+    credit = credit_table.read(path, data.get("credit"), datasets, names, strategies)
 
     ablations_ = {}
     for name, spec in (data.get("ablations") or {}).items():
@@ -270,7 +273,7 @@ def load(path: str | Path) -> Study:
         ablations_[name] = checked
 
     return Study(path=path, out=out, models=models, datasets=datasets, strategies=strategies, settings=settings,
-                 jobs=jobs, backend=backend, providers=providers, probes=probes_, ablations=ablations_,
+                 jobs=jobs, backend=backend, providers=providers, probes=probes_, ablations=ablations_, credit=credit,
                  routing_strategy=router.get("routing_strategy"))
 
 

@@ -12,6 +12,7 @@ from critique.base import rundir
 from critique.base.config import IDENTITY, RunConfig, manifest_value
 from critique.experiments import ablations, probes
 from critique.experiments.stream import spec as stream_spec
+from critique.experiments.study import credit_table
 from critique.experiments.study.file import Cell, Model, Study, Task, _api_base
 from critique.runner import run_name
 from critique.experiments.source_run import SourceRun
@@ -98,6 +99,8 @@ def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
             cell = Cell(len(cells) + 1, model, dataset, checksums[dataset])
             if study.strategies:
                 cell.tasks.append(Task("run", base, study.out / run_name(base)))
+                if study.credit and _selected(study.credit, model, dataset):
+                    cell.tasks += credit_table.tasks(study.credit, cell.tasks[-1].out, base, Task)
             for spec in study.probes.values():
                 if _selected(spec, model, dataset):
                     cell.tasks += _probe_tasks(study, base, spec["probes"])
@@ -127,6 +130,8 @@ def same_versions(manifest: dict, strategies: list[str]) -> bool:
 
 def task_state(task: Task) -> str:
     """'complete', 'partial' (a run directory exists) or 'new'."""
+    if task.credit is not None:
+        return credit_table.state(task)
     run = SourceRun(task.out)
     if not run.is_run():
         return "new"

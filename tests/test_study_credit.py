@@ -1,0 +1,82 @@
+"""A study file's ``[credit]`` table: credit by deletion on each cell's plain run, then the memories pruned by it,
+as the run directories `critique credit --prune` makes from the same run; resumed with no call, and a bad table
+refused before any call. The scripted fake of tests/test_credit_learned.py: its bad entries' deletion helps."""
+
+import shutil
+
+import pytest
+
+from critique.analysis.memory import credit as analysis
+from critique.base import rundir
+from critique.cli import main
+from critique.experiments.source_run import SourceRun
+
+from test_credit_learned import BAD, dataset, scripted
+
+N = len(BAD)
+CREDIT = f'[credit]\non = "train"\nprune = "lowest:{N},estimate:{N}"\n'
+
+
+def study_file(home, credit: str = CREDIT, strategies: str = '"EP_CRIT", "EP+SEM_CRIT"'):
+    data = home / "animals"
+    if not data.exists():
+        dataset(data)
+    path = home / "study.toml"
+    path.write_text(f'out = "runs"\ndatasets = ["{data}"]\nstrategies = [{strategies}]\nk = 3\njobs = 1\n\n'
+                    f'[[models]]\nname = "fake/m"\n\n{credit}')
+    return path
+
+
+def _plain_run(folder):
+    (run,) = [d for d in folder.iterdir() if SourceRun(d).is_run() and SourceRun(d).manifest.get("probe") is None]
+    return run
+
+
+def _rows(prune_dir) -> list[tuple]:
+    return sorted((r["rule"], r["strategy"], r["removed"], r["accuracy"]) for r in analysis.prune_rows(prune_dir))
+
+
+def test_a_study_credits_and_prunes_its_plain_run_as_the_command_does(home, fake_llm, monkeypatch, capsys):
+    monkeypatch.setattr(fake_llm, "ANSWER", scripted)
+    path = study_file(home)
+    assert main(["study", str(path)]) == 0
+    runs = home / "runs"
+    plain = _plain_run(runs)
+    credit_dir = runs / f"{plain.name}__credit-EP_CRIT-train"
+    prune_dir = runs / f"{credit_dir.name}__prune"
+    assert rundir.read_manifest(credit_dir)["probe"]["source_run_id"] == rundir.read_manifest(plain)["run_id"]
+    studied = _rows(prune_dir)
+    assert ("estimate:4", "EP_CRIT", N, 1.0) in studied and ("lowest:4", "EP_CRIT", N, 1.0) in studied
+
+    by_hand = home / "by-hand" / plain.name  # the same plain run, credited and pruned by the command
+    shutil.copytree(plain, by_hand)
+    assert main(["credit", str(by_hand), "--on", "train", "--prune", f"lowest:{N},estimate:{N}", "--quiet"]) == 0
+    assert _rows(by_hand.parent / f"{by_hand.name}__credit-EP_CRIT-train__prune") == studied
+    credited = analysis.summary(credit_dir)["rows"]
+    assert credited == analysis.summary(by_hand.parent / f"{by_hand.name}__credit-EP_CRIT-train")["rows"]
+
+    capsys.readouterr()
+    assert main(["study", str(path), "--dry-run"]) == 0
+    assert "credit-train (complete), prune (complete)" in capsys.readouterr().out
+    assert main(["study", str(path)]) == 0
+    assert "0 LLM calls made" in capsys.readouterr().out
+
+    study_file(home, CREDIT.replace(f'estimate:{N}"', f'estimate:{N},random:2"'))
+    assert main(["study", str(path), "--dry-run"]) == 0
+    assert "prune (partial)" in capsys.readouterr().out  # a rule its run has no answers for
+
+
+@pytest.mark.parametrize("credit, strategies, message", [
+    ('[credit]\non = "test"\nprune = "lowest:2"\n', '"EP_CRIT"', "credit.prune: pruning needs credit on train"),
+    ('[credit]\nstrategy = "SEM_CRIT"\n', '"EP_CRIT"', "credit.strategy: one of EP_CRIT, EP+SEM_CRIT"),
+    ('[credit]\non = "test"\n', '"EP+SEM_CRIT"', "credit on test reads the plain run's EP_CRIT predictions"),
+    ('[credit]\nprune = "lowest:0"\n', '"EP_CRIT"', "credit.prune: 'lowest:0' is not toxic"),
+    ("[credit]\n", '"zero_shot"', "credit needs a plain run with memory"),
+    ('[credit]\nwhat = 1\n', '"EP_CRIT"', "unknown field credit.'what'"),
+    ('[credit]\nseeds = "3"\n', '"EP_CRIT"', "credit.seeds must be a whole number"),
+])
+def test_a_bad_credit_table_is_one_error_before_any_call(home, fake_llm, capsys, credit, strategies, message):
+    path = study_file(home, credit, strategies)
+    assert main(["study", str(path)]) == 2
+    assert message in capsys.readouterr().err
+    assert fake_llm.CALLS == [] and not (home / "runs").exists()

@@ -10,6 +10,9 @@ from critique.analysis.memory import credit as analysis
 from critique.base import rundir
 from critique.cli import main
 from critique.experiments.source_run import SourceRun
+from critique.experiments.study import credit_table
+from critique.experiments.study.file import check, load
+from critique.experiments.study.plan import plan
 
 from test_credit_learned import BAD, dataset, scripted
 
@@ -17,13 +20,13 @@ N = len(BAD)
 CREDIT = f'[credit]\non = "train"\nprune = "lowest:{N},estimate:{N}"\n'
 
 
-def study_file(home, credit: str = CREDIT, strategies: str = '"EP_CRIT", "EP+SEM_CRIT"'):
+def study_file(home, credit: str = CREDIT, strategies: str = '"EP_CRIT", "EP+SEM_CRIT"', settings: str = ""):
     data = home / "animals"
     if not data.exists():
         dataset(data)
     path = home / "study.toml"
-    path.write_text(f'out = "runs"\ndatasets = ["{data}"]\nstrategies = [{strategies}]\nk = 3\njobs = 1\n\n'
-                    f'[[models]]\nname = "fake/m"\n\n{credit}')
+    path.write_text(f'out = "runs"\ndatasets = ["{data}"]\nstrategies = [{strategies}]\nk = 3\njobs = 1\n'
+                    f'{settings}\n[[models]]\nname = "fake/m"\n\n{credit}')
     return path
 
 
@@ -39,7 +42,12 @@ def _rows(prune_dir) -> list[tuple]:
 def test_a_study_credits_and_prunes_its_plain_run_as_the_command_does(home, fake_llm, monkeypatch, capsys):
     monkeypatch.setattr(fake_llm, "ANSWER", scripted)
     path = study_file(home)
+    study = load(path)
+    (cell,) = plan(study, check(study))
+    assert [t.label for t in cell.tasks] == ["run", "credit-train", "prune"]
+    assert "the plain run has not completed" in credit_table.waiting(cell.tasks[1])  # never before its source
     assert main(["study", str(path)]) == 0
+    assert credit_table.waiting(cell.tasks[1]) is None and credit_table.waiting(cell.tasks[2]) is None
     runs = home / "runs"
     plain = _plain_run(runs)
     credit_dir = runs / f"{plain.name}__credit-EP_CRIT-train"
@@ -71,7 +79,10 @@ def test_a_study_credits_and_prunes_its_plain_run_as_the_command_does(home, fake
     ('[credit]\nstrategy = "SEM_CRIT"\n', '"EP_CRIT"', "credit.strategy: one of EP_CRIT, EP+SEM_CRIT"),
     ('[credit]\non = "test"\n', '"EP+SEM_CRIT"', "credit on test reads the plain run's EP_CRIT predictions"),
     ('[credit]\nprune = "lowest:0"\n', '"EP_CRIT"', "credit.prune: 'lowest:0' is not toxic"),
-    ("[credit]\n", '"zero_shot"', "credit needs a plain run with memory"),
+    ("[credit]\n", '"zero_shot"', "the plain run's strategies make no critique stage"),
+    ('[credit]\nstrategy = "EP+SEM_CRIT"\n', '"EP_CRIT"', "make no summary stage"),
+    ('[credit]\nnull = -1\n', '"EP_CRIT"', "credit.null must be at least 0"),
+    ('[credit]\nprune = "lowest:2"\nseeds = 0\n', '"EP_CRIT"', "credit.prune: seeds must be at least 1"),
     ('[credit]\nwhat = 1\n', '"EP_CRIT"', "unknown field credit.'what'"),
     ('[credit]\nseeds = "3"\n', '"EP_CRIT"', "credit.seeds must be a whole number"),
 ])
@@ -80,3 +91,10 @@ def test_a_bad_credit_table_is_one_error_before_any_call(home, fake_llm, capsys,
     assert main(["study", str(path)]) == 2
     assert message in capsys.readouterr().err
     assert fake_llm.CALLS == [] and not (home / "runs").exists()
+
+
+@pytest.mark.parametrize("settings", ["gate = 0.5", "inject_budget = 300", 'retrieval = "contrast"'])
+def test_credit_is_refused_beside_a_setting_whose_prompts_it_cannot_rebuild(home, fake_llm, capsys, settings):
+    assert main(["study", str(study_file(home, settings=settings))]) == 2
+    assert "credit rebuilds prompts from the K nearest entries only" in capsys.readouterr().err
+    assert fake_llm.CALLS == []

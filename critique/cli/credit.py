@@ -12,6 +12,7 @@ HELP = "credit per memory entry: answer each prompt with each retrieved entry le
 def register(sub) -> None:
     from critique.base.vocab import EP_CRIT
     from critique.experiments.credit.deletion import ON, STRATEGIES
+    from critique.experiments.credit.prune import SEEDS
 
     p = sub.add_parser("credit", help=HELP, description=HELP)
     p.add_argument("run", metavar="RUN", help="the run directory whose memory is credited")
@@ -32,7 +33,7 @@ def register(sub) -> None:
                         "comma-separated toxic, lowest:N, estimate:N (the N lowest by credit learned from the logs, "
                         "fitted on the other half of the entries), random:N (needs --on train or test-half); every "
                         "rule but random is matched by as many entries removed at random")
-    p.add_argument("--seeds", type=int, default=3, help="seeds of the random removals (default %(default)s)")
+    p.add_argument("--seeds", type=int, default=SEEDS, help="seeds of the random removals (default %(default)s)")
     p.add_argument("--prune-out", dest="prune_out", help="the pruning run directory (default <credit run>__prune)")
     p.add_argument("--report", action="store_true", help="print the tier table of the credit run (and the pruning "
                                                          "table when there is one); no call")
@@ -77,7 +78,7 @@ def main(args) -> int:
         from critique.experiments.credit import prune as credit_prune
 
         try:
-            rules = credit_prune.checked_rules(args.prune, args.strategy, args.on)
+            rules = credit_prune.checked_rules(args.prune, args.strategy, args.on, args.seeds)
         except ValueError as exc:
             raise UserError(f"--prune: {exc}") from None
     if args.report:

@@ -72,6 +72,12 @@ def without(entry_id: str) -> str:
     return WITHOUT + entry_id
 
 
+def check_null(null: int) -> None:
+    """ValueError unless ``null`` (the null control's repeats) is a count."""
+    if null < 0:
+        raise ValueError(f"must be at least 0, not {null}")
+
+
 def credit_probe(strategy: str, on: str, cite: bool, null: int, source: Path, source_run_id: str) -> dict:
     return {"name": CREDIT, "strategy": strategy, "on": on, "cite": bool(cite), "null": int(null),
             "source": Path(source).name, "source_run_id": source_run_id}
@@ -316,7 +322,8 @@ def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = F
             **changes) -> dict:
     """Run the credit test (resumable); says its cost in calls on stderr before the first call. Returns the plan
     (with ``cost`` and ``counter['requested']``, the calls requested) and the outcome. ``run_options``: what a
-    study gives each of its runs (critique.runner.execute_run's runner, limits, stop)."""
+    study gives each of its runs (critique.runner.execute_run's runner, and prepare's deployments,
+    routing_strategy, limits, stop and spend)."""
     from critique.base.cost import print_cost
     from critique.base.errors import UserError
     from critique.experiments import reuse
@@ -328,8 +335,10 @@ def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = F
                         f"field method whose prompts show notes (ace, dc, expel, dspy:...), not {strategy!r}")
     if on not in ON:
         raise UserError(f"--on must be one of {', '.join(ON)}, not {on!r}")
-    if null < 0:
-        raise UserError(f"--null must be at least 0, not {null}")
+    try:
+        check_null(null)
+    except ValueError as exc:
+        raise UserError(f"--null {exc}") from None
     source = credit_source.read_source(source_dir, strategy if method else None)
     manifest = source["manifest"]
     credit_source.refuse(source, source_dir, strategy, on, cite)

@@ -43,6 +43,7 @@ records.declare(CREDIT_PRUNE, (
           "from memory", required=False),
 ))
 NONE, TOXIC, LOWEST, ESTIMATE, RANDOM = "none", "toxic", "lowest", "estimate", "random"
+SEEDS = 3  # random removals per rule, by default
 SEP = "|"
 
 
@@ -62,26 +63,27 @@ def parse_rules(text: str) -> list[tuple[str, int | None]]:
     return list(dict.fromkeys(rules))
 
 
-def checked_rules(text: str, strategy: str, on: str) -> list[tuple[str, int | None]]:
-    """The rules of ``text`` (parse_rules) for a credit run of ``strategy`` on ``on``; ValueError where pruning
-    cannot follow it (the CLI's --prune, a study file's ``[credit] prune``)."""
+def check(strategy: str, on: str, seeds: int) -> None:
+    """ValueError where pruning cannot follow a credit run of ``strategy`` on ``on`` with ``seeds`` random
+    removals per rule."""
     from critique.experiments.credit.deletion import STRATEGIES
 
-    rules = parse_rules(text)
     if on == "test":
         raise ValueError("pruning needs credit on train or test-half: pruning by credit measured on the test "
                          "questions and scoring it on them selects on the test set")
     if strategy not in STRATEGIES:
         raise ValueError(f"pruning removes episodic entries and scores {', '.join(STRATEGIES)}; {strategy}'s "
                          "notes are credited without pruning")
+    if seeds < 1:
+        raise ValueError(f"seeds must be at least 1, not {seeds}")
+
+
+def checked_rules(text: str, strategy: str, on: str, seeds: int) -> list[tuple[str, int | None]]:
+    """The rules of ``text`` (parse_rules) for a credit run of ``strategy`` on ``on``; ValueError where pruning
+    cannot follow it (the CLI's --prune, a study file's ``[credit] prune``)."""
+    rules = parse_rules(text)
+    check(strategy, on, seeds)
     return rules
-
-
-def rule_labels(rules: list[tuple[str, int | None]]) -> list[str]:
-    """The strategy labels (after STRATEGY|) a pruning run holds predictions of for ``rules``, whatever credit
-    found: ``toxic`` is left out (with no toxic entry it removes nothing and is not asked), a random rule by its
-    first seed."""
-    return [random_label(n, 0) if kind == RANDOM else f"{kind}:{n}" for kind, n in rules if kind != TOXIC]
 
 
 def random_label(n: int, seed: int) -> str:
@@ -113,6 +115,23 @@ def removal_sets(rows: list[dict], rules: list[tuple[str, int | None]], seeds: i
         else:
             randoms(n)
     return out
+
+
+def removals(source_dir: Path, credit_dir: Path, rules: list, seeds: int, seed: int) -> dict[str, list]:
+    """removal_sets from the credit run's measured credit (and, for ``estimate:N``, its learned estimates);
+    UserError where the estimate cannot be fitted."""
+    from critique.analysis.memory import credit as analysis
+    from critique.base.errors import UserError
+
+    estimates = None
+    if any(kind == ESTIMATE for kind, _ in rules):
+        from critique.analysis.memory import credit_model
+
+        estimates = credit_model.cross_fitted(credit_dir)
+        if not estimates:
+            raise UserError("estimate:N: the credit run showed too few entries to fit the estimate on one half and "
+                            "apply it to the other (at least 4 each)")
+    return removal_sets(analysis.summary(credit_dir, source_dir)["rows"], rules, seeds, seed, estimates)
 
 
 @dataclass
@@ -164,8 +183,8 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
             out: Path | None = None, progress: bool = True, say=print, run_options: dict | None = None,
             **changes) -> dict:
     """Score the pruned memories (resumable); says its cost in calls on stderr before the first call.
-    ``run_options``: what a study gives each of its runs (critique.runner.execute_run's runner, limits, stop)."""
-    from critique.analysis.memory import credit as analysis
+    ``run_options``: what a study gives each of its runs (critique.runner.execute_run's runner, and prepare's
+    deployments, routing_strategy, limits, stop and spend)."""
     from critique.base.cost import print_cost
     from critique.base.errors import UserError
     from critique.engine.run_directory import pkey
@@ -174,25 +193,15 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
     from critique.experiments.credit.source import read_source, refuse_unrebuildable, source_config
     from critique.runner import execute_run
 
-    if on == "test":
-        raise UserError("--prune needs --on train or --on test-half: pruning by credit measured on the test "
-                        "questions and scoring it on them selects on the test set")
-    if seeds < 1:
-        raise UserError(f"--seeds must be at least 1, not {seeds}")
+    try:
+        check(strategy, on, seeds)
+    except ValueError as exc:
+        raise UserError(f"--prune: {exc}") from None
     source = read_source(source_dir)
     manifest = source["manifest"]
     refuse_unrebuildable(manifest, source_dir)
-    summary = analysis.summary(credit_dir, source_dir)
     config = source_config(manifest, **changes)
-    estimates = None
-    if any(kind == ESTIMATE for kind, _ in rules):
-        from critique.analysis.memory import credit_model
-
-        estimates = credit_model.cross_fitted(credit_dir)
-        if not estimates:
-            raise UserError("--prune estimate:N: the credit run showed too few entries to fit the estimate on one "
-                            "half and apply it to the other (at least 4 each)")
-    sets = removal_sets(summary["rows"], rules, seeds, config.seed, estimates)
+    sets = removals(source_dir, credit_dir, rules, seeds, config.seed)
     credit_manifest = SourceRun(credit_dir).manifest
     out = Path(out) if out else Path(credit_dir).parent / f"{Path(credit_dir).name}__prune"
     probe = {"name": CREDIT_PRUNE, "strategy": strategy, "on": on, "source": Path(source_dir).name,

@@ -1,74 +1,91 @@
 """The study file's ``[credit]`` table: credit by deletion (``critique credit``) on each cell's plain run once it
-is complete, then, with ``prune``, the memories pruned by that credit scored on held-out questions (``critique
-credit --prune``). Checked completely before any call; each is a run directory of its own beside the plain run,
-named as the command names it, and resumes as the command does.
+has completed, then, with ``prune``, the memories pruned by that credit scored on held-out questions (``critique
+credit --prune``). Its fields are checked when the file is read and against each cell's plan, before any call;
+each run directory is the one the command makes beside the plain run, and resumes as the command's does.
 
-Fields: ``strategy`` (default EP_CRIT), ``on`` (train, test or test-half; default train), ``cite``, ``null``,
-``prune`` (the rules, as ``--prune`` takes them), ``seeds`` (of the random removals, default 3), and the
-``datasets`` and ``models`` it is limited to."""
+Fields: ``strategy`` (default EP_CRIT), ``on`` (train, test or test-half; default train, where the command's
+default is test: a study's credit selects nothing on its test questions unless asked), ``cite``, ``null``,
+``prune`` (the rules, as ``--prune`` takes them), ``seeds`` (of the random removals), and the ``datasets`` and
+``models`` it is limited to."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from critique.base.vocab import EP_CRIT, EP_SEM_CRIT, SEM_CRIT
+from critique.base import rundir
+from critique.base.errors import UserError
+from critique.base.vocab import CRITIQUE, EP_CRIT, EP_SEM_CRIT, SUMMARY
 from critique.experiments.study.fields import error, filters, typed, unknown
+from critique.experiments.study.probe_tables import CELL_FIELDS
 
-FIELDS = {"strategy", "on", "cite", "null", "prune", "seeds", "datasets", "models"}
-DEFAULTS = {"strategy": EP_CRIT, "on": "train", "cite": False, "null": 0, "seeds": 3}
 KINDS = {"strategy": str, "on": str, "cite": bool, "null": int, "prune": str, "seeds": int}
-CREDIT, PRUNE = "credit", "prune"  # Task.credit["step"]
-MEMORY_STRATEGIES = (EP_CRIT, SEM_CRIT, EP_SEM_CRIT)  # a plain run with one of them writes memory/
+STEP_CREDIT, STEP_PRUNE = "credit", "prune"  # Task.credit["step"]
 
 
-def read(path: Path, spec, datasets: list[str], models: list[str], strategies: list[str]) -> dict | None:
+def defaults() -> dict:
+    from critique.experiments.credit.prune import SEEDS
+
+    return {"strategy": EP_CRIT, "on": "train", "cite": False, "null": 0, "seeds": SEEDS}
+
+
+def read(path: Path, spec: dict | None, datasets: list[str], models: list[str], strategies: list[str],
+         settings: dict) -> dict | None:
     """The checked table (None where the file has none): its fields with their defaults, ``rules`` (parsed
     ``prune``, or None) and its cell filters."""
-    from critique.experiments.credit import prune as credit_prune
-    from critique.experiments.credit.deletion import ON, STRATEGIES
+    from critique.experiments.credit import deletion, prune as credit_prune
 
     if spec is None:
         return None
-    if not isinstance(spec, dict):
-        raise error(f"{path}: credit must be a table")
     for key in spec:
-        if key not in FIELDS:
-            raise unknown(path, "credit.", key, FIELDS)
-    checked = {**DEFAULTS, **{k: typed(path, f"credit.{k}", v, KINDS[k]) for k, v in spec.items() if k in KINDS}}
+        if key not in set(KINDS) | CELL_FIELDS:
+            raise unknown(path, "credit.", key, set(KINDS) | CELL_FIELDS)
+    checked = {**defaults(), **{k: typed(path, f"credit.{k}", v, KINDS[k]) for k, v in spec.items() if k in KINDS}}
     checked.update(filters(path, "credit", spec, datasets, models))
-    if checked["strategy"] not in STRATEGIES:
-        raise error(f"{path}: credit.strategy: one of {', '.join(STRATEGIES)}, not {checked['strategy']!r} (a field "
-                    "method's notes are credited with `critique credit RUN --strategy METHOD`)")
-    if checked["on"] not in ON:
-        raise error(f"{path}: credit.on: one of {', '.join(ON)}, not {checked['on']!r}")
-    if not set(strategies) & set(MEMORY_STRATEGIES):
-        raise error(f"{path}: credit needs a plain run with memory: add one of {', '.join(MEMORY_STRATEGIES)} to "
-                    "strategies")
+    if checked["strategy"] not in deletion.STRATEGIES:
+        raise error(f"{path}: credit.strategy: one of {', '.join(deletion.STRATEGIES)}, not {checked['strategy']!r} "
+                    "(a field method's notes are credited with `critique credit RUN --strategy METHOD`)")
+    if checked["on"] not in deletion.ON:
+        raise error(f"{path}: credit.on: one of {', '.join(deletion.ON)}, not {checked['on']!r}")
     if checked["on"] != "train" and checked["strategy"] not in strategies:
         raise error(f"{path}: credit on {checked['on']} reads the plain run's {checked['strategy']} predictions: add "
                     f"it to strategies, or credit on train")
-    if checked["null"] < 0 or checked["seeds"] < 1:
-        raise error(f"{path}: credit: null must be at least 0 and seeds at least 1")
+    unrebuildable = [k for k in ("gate", "inject_budget") if settings.get(k) is not None]
+    if unrebuildable or settings.get("retrieval", "nearest") != "nearest":
+        raise error(f"{path}: credit rebuilds prompts from the K nearest entries only: leave out "
+                    f"{', '.join(unrebuildable) or 'retrieval'} or the [credit] table")
+    try:
+        deletion.check_null(checked["null"])
+    except ValueError as exc:
+        raise error(f"{path}: credit.null {exc}") from None
     checked["rules"] = None
     if "prune" in checked:
         try:
-            checked["rules"] = credit_prune.checked_rules(checked["prune"], checked["strategy"], checked["on"])
+            checked["rules"] = credit_prune.checked_rules(checked["prune"], checked["strategy"], checked["on"],
+                                                          checked["seeds"])
         except ValueError as exc:
             raise error(f"{path}: credit.prune: {exc}") from None
     return checked
 
 
 def tasks(spec: dict, source: Path, config, task) -> list:
-    """The run directories of the table in one cell (``source``: its plain run; ``task``: the Task class): the
-    credit run, then the pruning run where the table prunes."""
+    """The run directories of the table in one cell (``source``: its plain run, of ``config``; ``task``: the Task
+    class): the credit run, then the pruning run where the table prunes. UserError where the plain run writes no
+    memory the credit's strategy shows."""
+    from critique.engine.methods import needed_stages
+
+    needed = CRITIQUE if spec["strategy"] == EP_CRIT else SUMMARY
+    if needed not in needed_stages(config):
+        raise UserError(f"[credit] of {config.dataset} x {config.model}: the plain run's strategies make no "
+                        f"{needed} stage, so it has no memory that {spec['strategy']} shows (add "
+                        f"{EP_CRIT if needed == CRITIQUE else EP_SEM_CRIT} to strategies)")
     from critique.experiments.credit.deletion import default_out
 
     credit = {key: spec[key] for key in ("strategy", "on", "cite", "null")}
     out = default_out(source, spec["strategy"], spec["on"], spec["cite"])
-    found = [task(f"credit-{spec['on']}", config, out, credit={**credit, "step": CREDIT, "source": source})]
+    found = [task(f"credit-{spec['on']}", config, out, credit={**credit, "step": STEP_CREDIT, "source": source})]
     if spec["rules"]:
-        found.append(task(PRUNE, config, out.parent / f"{out.name}__prune",
-                          credit={**credit, "step": PRUNE, "source": source, "credit_dir": out,
+        found.append(task(STEP_PRUNE, config, out.parent / f"{out.name}__prune",
+                          credit={**credit, "step": STEP_PRUNE, "source": source, "credit_dir": out,
                                   "rules": spec["rules"], "seeds": spec["seeds"]}))
     return found
 
@@ -85,9 +102,23 @@ def _manifest(folder: Path) -> dict | None:
         return {}
 
 
+def _complete(folder: Path) -> bool:
+    return (_manifest(folder) or {}).get("status") == "complete"
+
+
+def waiting(task) -> str | None:
+    """Why the task cannot run yet (its plain run, or for pruning its credit run, has not completed), or None."""
+    c = task.credit
+    if not _complete(c["source"]):
+        return "not run: the plain run has not completed (rerun the study once it has)"
+    if c["step"] == STEP_PRUNE and not _complete(c["credit_dir"]):
+        return "not run: the credit run has not completed (rerun the study once it has)"
+    return None
+
+
 def state(task) -> str:
-    """'complete', 'partial' (a run directory exists) or 'new': complete when it ended and was made from the
-    source run (and, for pruning, the credit run) as they are now, with every rule's predictions."""
+    """'complete', 'partial' (a run directory exists) or 'new': complete when it has completed from the plain run
+    (and, for pruning, the credit run) of the ids they have now, with every removal its rules make."""
     from critique.experiments.credit import prune as credit_prune
     from critique.experiments.credit.deletion import credit_probe
 
@@ -96,20 +127,22 @@ def state(task) -> str:
     if manifest is None:
         return "new"
     source = _manifest(c["source"]) or {}
-    if manifest.get("status") != "complete" or not source:
+    if manifest.get("status") != "complete" or waiting(task):
         return "partial"
     probe = manifest.get("probe") or {}
-    if c["step"] == CREDIT:
+    if c["step"] == STEP_CREDIT:
         made = probe == credit_probe(c["strategy"], c["on"], c["cite"], c["null"], c["source"], source["run_id"])
         return "complete" if made else "partial"
-    credit = _manifest(c["credit_dir"]) or {}
-    if probe.get("source_run_id") != source["run_id"] or probe.get("credit_run_id") != credit.get("run_id"):
+    if probe.get("source_run_id") != source["run_id"] or \
+            probe.get("credit_run_id") != (_manifest(c["credit_dir"]) or {}).get("run_id"):
         return "partial"
-    from critique.base import rundir
-
+    try:
+        wanted = credit_prune.removals(c["source"], c["credit_dir"], c["rules"], c["seeds"], manifest["config"]["seed"])
+    except UserError:
+        return "partial"
     asked = {p.get("strategy", "").partition(credit_prune.SEP)[2] for p in rundir.read_jsonl(
         task.out / rundir.PREDICTIONS)}
-    return "complete" if set(credit_prune.rule_labels(c["rules"])) <= asked else "partial"
+    return "complete" if set(wanted) <= asked else "partial"
 
 
 def execute(task, say, run_options: dict):
@@ -117,7 +150,7 @@ def execute(task, say, run_options: dict):
     from critique.experiments.credit import deletion, prune as credit_prune
 
     c = task.credit
-    if c["step"] == CREDIT:
+    if c["step"] == STEP_CREDIT:
         done = deletion.execute(c["source"], c["strategy"], c["on"], cite=c["cite"], null=c["null"], out=task.out,
                                 progress=False, say=say, run_options=run_options)
     else:

@@ -117,6 +117,9 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                 if task.budget_from is not None:
                     errors[task.label] = "not run: the verifier arm whose budget it takes did not finish"
                     continue
+                if task.credit is not None and credit_table.waiting(task):
+                    errors[task.label] = credit_table.waiting(task)
+                    continue
                 if task_state(task) == "complete":
                     continue
                 options = dict(runner=(loop or process_loop()).run, deployments=cell.model.deployments,

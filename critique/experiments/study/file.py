@@ -251,7 +251,7 @@ def load(path: str | Path) -> Study:
             raise error(f"{path}: model {model.name!r} has both api_base and router deployments; keep one")
 
     probes_ = probe_tables.read(path, data.get("probes") or {}, datasets, names)
-    credit = credit_table.read(path, data.get("credit"), datasets, names, strategies)
+    credit = credit_table.read(path, data.get("credit"), datasets, names, strategies, settings)
 
     ablations_ = {}
     for name, spec in (data.get("ablations") or {}).items():

@@ -1,7 +1,7 @@
 """The cells of a study: one (model, dataset) pair each, with its run directories in order
-(the plain run of the listed strategies, then the probes, then the ablations), so that
-later ones reuse the answered requests of earlier ones (the train stage is paid once per
-cell)."""
+(the plain run of the listed strategies, then the probes, then the ablations, then the credit
+of the plain run's memory), so that later ones reuse the answered requests of earlier ones
+(the train stage is paid once per cell)."""
 
 from __future__ import annotations
 
@@ -99,8 +99,6 @@ def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
             cell = Cell(len(cells) + 1, model, dataset, checksums[dataset])
             if study.strategies:
                 cell.tasks.append(Task("run", base, study.out / run_name(base)))
-                if study.credit and _selected(study.credit, model, dataset):
-                    cell.tasks += credit_table.tasks(study.credit, cell.tasks[-1].out, base, Task)
             for spec in study.probes.values():
                 if _selected(spec, model, dataset):
                     cell.tasks += _probe_tasks(study, base, spec["probes"])
@@ -112,6 +110,8 @@ def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:
                     cell.tasks.append(Task(f"{name}-{ablations.value_label(value)}", config,
                                            ablations.run_dir(study.out, config, name, value),
                                            ablation=ablations.ablation_of(name, value, chosen)))
+            if study.strategies and study.credit and _selected(study.credit, model, dataset):
+                cell.tasks += credit_table.tasks(study.credit, cell.tasks[0].out, base, Task)
             if cell.tasks:
                 cells.append(cell)
     for number, cell in enumerate(cells, start=1):

@@ -72,14 +72,13 @@ def tasks(spec: dict, source: Path, config, task) -> list:
     class): the credit run, then the pruning run where the table prunes. UserError where the plain run writes no
     memory the credit's strategy shows."""
     from critique.engine.methods import needed_stages
+    from critique.experiments.credit.deletion import default_out
 
     needed = CRITIQUE if spec["strategy"] == EP_CRIT else SUMMARY
     if needed not in needed_stages(config):
         raise UserError(f"[credit] of {config.dataset} x {config.model}: the plain run's strategies make no "
                         f"{needed} stage, so it has no memory that {spec['strategy']} shows (add "
                         f"{EP_CRIT if needed == CRITIQUE else EP_SEM_CRIT} to strategies)")
-    from critique.experiments.credit.deletion import default_out
-
     credit = {key: spec[key] for key in ("strategy", "on", "cite", "null")}
     out = default_out(source, spec["strategy"], spec["on"], spec["cite"])
     found = [task(f"credit-{spec['on']}", config, out, credit={**credit, "step": STEP_CREDIT, "source": source})]

@@ -31,6 +31,18 @@ def _tenth(value) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _arm_rows(tables, key: str, arms: list[str], n: int) -> dict[str, dict]:
+    """A probe table's Qwen rows by arm: exactly ``arms``, each on ``n`` items with no error."""
+    rows = {r["arm"]: r for r in tables[key] if r["model"] == QWEN}
+    assert set(rows) == set(arms)
+    assert all(r["n"] == n and r["errors"] == 0 for r in rows.values())
+    return rows
+
+
+def _wins(r: dict, baseline: str) -> str:
+    return "-" if r["arm"] == baseline else f"{r['wins']} / {r['losses']}"
+
+
 def _admission_line(r: dict) -> str:
     """An admission table row as docs/results.md writes it (offline or on a stream: the same columns)."""
     return (f"| {r['dataset']} | {r['critiques']} | {r['rejected']} | {r['rejected_share']:.1f} | "
@@ -103,14 +115,10 @@ def test_the_shipped_streams_resume_with_no_call(run, tmp_path, capsys):
 
 
 def test_the_conditioning_rows(tables):
-    rows = [r for r in tables["conditioning"] if r["model"] == QWEN]
-    assert {r["arm"] for r in rows} == {"none", "outcomes@1", "outcomes@4", "outcomes@16", "procedures@1",
-                                        "procedures@4", "procedures@16"}
-    assert all(r["n"] == 100 and r["errors"] == 0 for r in rows)
-    for r in rows:
-        wins = "-" if r["arm"] == "none" else f"{r['wins']} / {r['losses']}"
+    arms = ["none", "outcomes@1", "outcomes@4", "outcomes@16", "procedures@1", "procedures@4", "procedures@16"]
+    for r in _arm_rows(tables, "conditioning", arms, 100).values():
         line = (f"| {r['arm']} | {r['entries']:.1f} | {r['prompt_tokens']:.0f} | {r['accuracy']:.1f} | "
-                f"{_points(r.get('vs_none'))} | {wins} | {_p(r.get('p'))} | {_p(r.get('p_holm'))} | "
+                f"{_points(r.get('vs_none'))} | {_wins(r, 'none')} | {_p(r.get('p'))} | {_p(r.get('p_holm'))} | "
                 f"{_tenth(r.get('mde'))} |")
         assert line in results(), line
 
@@ -130,14 +138,11 @@ def test_what_the_conditioning_sentences_say(tables):
 
 
 def test_the_priors_rows(tables):
-    rows = [r for r in tables["priors"] if r["model"] == QWEN]
-    assert {r["arm"] for r in rows} == {"unmarked", "prior"}
-    assert all(r["n"] == 250 and r["errors"] == 0 for r in rows)
-    for r in rows:
-        wins = "-" if r["arm"] == "unmarked" else f"{r['wins']} / {r['losses']}"
+    for r in _arm_rows(tables, "priors", ["unmarked", "prior"], 250).values():
         line = (f"| {r['arm']} | {r['accuracy']:.1f} | {r['note_right']:.1f} | {r['followed']:.1f} | "
                 f"{r['followed_wrong']:.1f} | {r['acc_note_right']:.1f} | {r['acc_note_wrong']:.1f} | "
-                f"{_points(r.get('vs_unmarked'))} | {wins} | {_p(r.get('p'))} | {_tenth(r.get('mde'))} |")
+                f"{_points(r.get('vs_unmarked'))} | {_wins(r, 'unmarked')} | {_p(r.get('p'))} | "
+                f"{_tenth(r.get('mde'))} |")
         assert line in results(), line
 
 
@@ -173,14 +178,9 @@ DOSE_ARMS = ["none", "own@1", "own@4", "own@16", "irrelevant@1", "irrelevant@4",
 
 
 def test_the_dose_rows(tables):
-    rows = {r["arm"]: r for r in tables["dose"] if r["model"] == QWEN}
-    assert set(rows) == set(DOSE_ARMS)
-    assert all(r["n"] == 50 and r["errors"] == 0 for r in rows.values())
-    for arm in DOSE_ARMS:
-        r = rows[arm]
-        wins = "-" if arm == "none" else f"{r['wins']} / {r['losses']}"
-        line = (f"| {arm} | {r['shown']:.0f} | {r['prompt_tokens']:.0f} | {r['accuracy']:.1f} | "
-                f"{_tenth(r['memory_only'])} | {_points(r.get('vs_none'))} | {wins} | {_p(r.get('p'))} | "
+    for r in _arm_rows(tables, "dose", DOSE_ARMS, 50).values():
+        line = (f"| {r['arm']} | {r['shown']:.0f} | {r['prompt_tokens']:.0f} | {r['accuracy']:.1f} | "
+                f"{_tenth(r['memory_only'])} | {_points(r.get('vs_none'))} | {_wins(r, 'none')} | {_p(r.get('p'))} | "
                 f"{_p(r.get('p_holm'))} | {_tenth(r.get('mde'))} |")
         assert line in results(), line
 

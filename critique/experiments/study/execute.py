@@ -30,7 +30,7 @@ from critique.experiments import ablations, probes, reuse
 from critique.experiments.study import credit_table, engines
 from critique.experiments.study.fields import error
 from critique.experiments.study.file import Cell, check, load
-from critique.experiments.study.plan import plan, resolved, task_state
+from critique.experiments.study.plan import blocked, plan, resolved, task_state
 from critique.llm.spend import SpendCapReached, logged_cost
 from critique.runner import execute, execute_run
 
@@ -114,11 +114,9 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
             pool = reuse.matching_calls([Path(out)], cell.model.name, cell.checksum)
             for task in cell.tasks:
                 task = resolved(task)
-                if task.budget_from is not None:
-                    errors[task.label] = "not run: the verifier arm whose budget it takes did not finish"
-                    continue
-                if task.credit is not None and credit_table.waiting(task):
-                    errors[task.label] = credit_table.waiting(task)
+                why = blocked(task)
+                if why is not None:
+                    errors[task.label] = why
                     continue
                 if task_state(task) == "complete":
                     continue

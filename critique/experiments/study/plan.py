@@ -83,6 +83,14 @@ def resolved(task: Task) -> Task:
                    budget_from=None)
 
 
+def blocked(task: Task) -> str | None:
+    """Why a (resolved) task cannot run yet, or None: a stream's random control whose verifier arm has not
+    finished, a credit run whose plain run has not completed, a pruning run whose credit run has not."""
+    if task.budget_from is not None:
+        return "not run: the verifier arm whose budget it takes did not finish"
+    return credit_table.waiting(task) if task.credit is not None else None
+
+
 def _finished(out: Path) -> bool:
     """The run directory's work ended without an error."""
     try:

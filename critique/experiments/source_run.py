@@ -37,6 +37,13 @@ class SourceRun:
         """Its manifest's status as it is on disk now (None: no run here)."""
         return rundir.read_manifest(self.path).get("status") if self.is_run() else None
 
+    def complete(self) -> bool:
+        """Its work ended without an error (False where there is no run, or its manifest cannot be read)."""
+        try:
+            return self.status() == "complete"
+        except (OSError, ValueError):
+            return False
+
     def calls(self) -> list[dict]:
         """Every call record, in the order logged."""
         return rundir.read_jsonl(self.path / rundir.CALLS)

@@ -101,16 +101,14 @@ def _manifest(folder: Path) -> dict | None:
         return {}
 
 
-def _complete(folder: Path) -> bool:
-    return (_manifest(folder) or {}).get("status") == "complete"
-
-
 def waiting(task) -> str | None:
     """Why the task cannot run yet (its plain run, or for pruning its credit run, has not completed), or None."""
+    from critique.experiments.source_run import SourceRun
+
     c = task.credit
-    if not _complete(c["source"]):
+    if not SourceRun(c["source"]).complete():
         return "not run: the plain run has not completed (rerun the study once it has)"
-    if c["step"] == STEP_PRUNE and not _complete(c["credit_dir"]):
+    if c["step"] == STEP_PRUNE and not SourceRun(c["credit_dir"]).complete():
         return "not run: the credit run has not completed (rerun the study once it has)"
     return None
 

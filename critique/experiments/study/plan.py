@@ -6,7 +6,6 @@ of the plain run's memory), so that later ones reuse the answered requests of ea
 from __future__ import annotations
 
 from dataclasses import asdict, replace
-from pathlib import Path
 
 from critique.base import rundir
 from critique.base.config import IDENTITY, RunConfig, manifest_value
@@ -75,7 +74,7 @@ def resolved(task: Task) -> Task:
     """A stream's random control whose verifier arm has finished: with that arm's budget (the number of notes it
     demoted) and the run directory named by it. Any other task as it is (a random control whose verifier arm has
     not finished keeps ``budget_from``: it cannot run yet)."""
-    if task.budget_from is None or not _finished(task.budget_from):
+    if task.budget_from is None or not SourceRun(task.budget_from).complete():
         return task
     probe = {**task.probe, "demote_count": stream_spec.demoted(task.budget_from)}
     suffix = probes.probe_suffix(probe)
@@ -89,14 +88,6 @@ def blocked(task: Task) -> str | None:
     if task.budget_from is not None:
         return "not run: the verifier arm whose budget it takes did not finish"
     return credit_table.waiting(task) if task.credit is not None else None
-
-
-def _finished(out: Path) -> bool:
-    """The run directory's work ended without an error."""
-    try:
-        return SourceRun(out).status() == "complete"
-    except (OSError, ValueError):
-        return False
 
 
 def plan(study: Study, checksums: dict[str, str]) -> list[Cell]:

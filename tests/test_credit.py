@@ -212,7 +212,9 @@ def test_a_strategy_the_run_did_not_test_is_refused_before_any_call(home, fake_l
     assert credit(out, "--concurrency", "0") == 2
     assert "--concurrency must be at least 1, not 0" in capsys.readouterr().err and not fake_llm.CALLS
     assert credit(out, "--strategy", "zero_shot") == 2  # no memory in its prompts
-    assert "not 'zero_shot'" in capsys.readouterr().err and not fake_llm.CALLS
+    assert "--strategy: one of EP_CRIT, EP+SEM_CRIT" in capsys.readouterr().err and not fake_llm.CALLS
+    assert credit(out, "--null", "-1") == 2
+    assert "--null: must be at least 0, not -1" in capsys.readouterr().err and not fake_llm.CALLS
     assert credit(out, "--strategy", "ace") == 2  # a field method the run did not run
     assert "no ace test predictions" in capsys.readouterr().err and not fake_llm.CALLS
 

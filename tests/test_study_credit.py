@@ -81,7 +81,7 @@ def test_a_study_credits_and_prunes_its_plain_run_as_the_command_does(home, fake
     ('[credit]\nprune = "lowest:0"\n', '"EP_CRIT"', "credit.prune: 'lowest:0' is not toxic"),
     ("[credit]\n", '"zero_shot"', "the plain run's strategies make no critique stage"),
     ('[credit]\nstrategy = "EP+SEM_CRIT"\n', '"EP_CRIT"', "make no summary stage"),
-    ('[credit]\nnull = -1\n', '"EP_CRIT"', "credit.null must be at least 0"),
+    ('[credit]\nnull = -1\n', '"EP_CRIT"', "credit.null: must be at least 0"),
     ('[credit]\nprune = "lowest:2"\nseeds = 0\n', '"EP_CRIT"', "credit.prune: seeds must be at least 1"),
     ('[credit]\nwhat = 1\n', '"EP_CRIT"', "unknown field credit.'what'"),
     ('[credit]\nseeds = "3"\n', '"EP_CRIT"', "credit.seeds must be a whole number"),

@@ -72,10 +72,25 @@ def without(entry_id: str) -> str:
     return WITHOUT + entry_id
 
 
-def check_null(null: int) -> None:
-    """ValueError unless ``null`` (the null control's repeats) is a count."""
+class Refused(ValueError):
+    """A setting credit cannot run with: ``key`` names it (``strategy``, ``on`` or ``null``), the text says why."""
+
+    def __init__(self, key: str, problem: str):
+        super().__init__(problem)
+        self.key = key
+
+
+def check(strategy: str, on: str, null: int, *, methods: bool = True) -> None:
+    """Refused unless credit can run with these settings; ``methods``: whether a field method's notes may be
+    credited (``critique credit --strategy ace``; a study credits its critique strategies only)."""
+    if strategy not in STRATEGIES and not (methods and credit_method.is_method(strategy)):
+        raise Refused("strategy", f"one of {', '.join(STRATEGIES)} (the strategies whose prompts hold memory "
+                                  "entries; a field method's notes, ace, dc, expel or dspy:..., with `critique credit "
+                                  f"RUN --strategy METHOD`), not {strategy!r}")
+    if on not in ON:
+        raise Refused("on", f"one of {', '.join(ON)}, not {on!r}")
     if null < 0:
-        raise ValueError(f"must be at least 0, not {null}")
+        raise Refused("null", f"must be at least 0, not {null}")
 
 
 def credit_probe(strategy: str, on: str, cite: bool, null: int, source: Path, source_run_id: str) -> dict:
@@ -329,16 +344,11 @@ def execute(source_dir: Path, strategy: str, on: str = "test", *, cite: bool = F
     from critique.experiments import reuse
     from critique.runner import execute_run
 
-    method = credit_method.is_method(strategy)
-    if strategy not in STRATEGIES and not method:
-        raise UserError(f"credit needs a strategy whose prompts hold memory entries: {', '.join(STRATEGIES)}, or a "
-                        f"field method whose prompts show notes (ace, dc, expel, dspy:...), not {strategy!r}")
-    if on not in ON:
-        raise UserError(f"--on must be one of {', '.join(ON)}, not {on!r}")
     try:
-        check_null(null)
-    except ValueError as exc:
-        raise UserError(f"--null {exc}") from None
+        check(strategy, on, null)
+    except Refused as exc:
+        raise UserError(f"--{exc.key}: {exc}") from None
+    method = credit_method.is_method(strategy)
     source = credit_source.read_source(source_dir, strategy if method else None)
     manifest = source["manifest"]
     credit_source.refuse(source, source_dir, strategy, on, cite)

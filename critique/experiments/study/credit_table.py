@@ -41,11 +41,10 @@ def read(path: Path, spec: dict | None, datasets: list[str], models: list[str], 
             raise unknown(path, "credit.", key, set(KINDS) | CELL_FIELDS)
     checked = {**defaults(), **{k: typed(path, f"credit.{k}", v, KINDS[k]) for k, v in spec.items() if k in KINDS}}
     checked.update(filters(path, "credit", spec, datasets, models))
-    if checked["strategy"] not in deletion.STRATEGIES:
-        raise error(f"{path}: credit.strategy: one of {', '.join(deletion.STRATEGIES)}, not {checked['strategy']!r} "
-                    "(a field method's notes are credited with `critique credit RUN --strategy METHOD`)")
-    if checked["on"] not in deletion.ON:
-        raise error(f"{path}: credit.on: one of {', '.join(deletion.ON)}, not {checked['on']!r}")
+    try:
+        deletion.check(checked["strategy"], checked["on"], checked["null"], methods=False)
+    except deletion.Refused as exc:
+        raise error(f"{path}: credit.{exc.key}: {exc}") from None
     if checked["on"] != "train" and checked["strategy"] not in strategies:
         raise error(f"{path}: credit on {checked['on']} reads the plain run's {checked['strategy']} predictions: add "
                     f"it to strategies, or credit on train")
@@ -53,10 +52,6 @@ def read(path: Path, spec: dict | None, datasets: list[str], models: list[str], 
     if unrebuildable or settings.get("retrieval", "nearest") != "nearest":
         raise error(f"{path}: credit rebuilds prompts from the K nearest entries only: leave out "
                     f"{', '.join(unrebuildable) or 'retrieval'} or the [credit] table")
-    try:
-        deletion.check_null(checked["null"])
-    except ValueError as exc:
-        raise error(f"{path}: credit.null {exc}") from None
     checked["rules"] = None
     if "prune" in checked:
         try:

@@ -156,6 +156,19 @@ def test_test_half_credits_one_half(source, fake_llm, capsys):
     assert said_cost(capsys.readouterr().err) == len(fake_llm.CALLS) == 6 * len(items)
 
 
+def test_pruning_with_no_held_out_question_is_refused(home, fake_llm, monkeypatch, capsys):
+    from critique.experiments.credit.deletion import half_of
+
+    monkeypatch.setattr(fake_llm, "ANSWER", scripted)
+    out = home / "runs" / "fruit"
+    assert main(["run", "--dataset", str(dataset(home / "fruit")), "--model", "fake/m", "--strategies", "EP_CRIT",
+                 "--k", "6", "--seed", "1", "--out", str(out), "--quiet"]) == 0
+    assert all(half_of(None, k, 1) == 0 for k in TEST)  # seed 1: every test question is in the credit's half
+    assert credit(out, "--on", "test-half", "--prune", "lowest:1") == 2
+    assert "no held-out question to score the pruned memories on (on test-half: 2 test questions" in \
+        capsys.readouterr().err
+
+
 def test_pruning_the_toxic_entry_against_random_removals(source, fake_llm, capsys):
     assert credit(source, "--on", "train", "--prune", "toxic,lowest:1", "--seeds", "3") == 0
     captured = capsys.readouterr()

@@ -211,6 +211,9 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
     state: dict = {"counter": {"requested": 0}, "sets": sets}
 
     def setup(run) -> None:
+        if not held_out(run, on):
+            raise UserError(f"--prune: no held-out question to score the pruned memories on (on {on}: "
+                            f"{len(run.dataset.test)} test questions, none in the half credit did not see)")
         state["skipped"] = []
         state["asks"] = asks(run, source, sets, on, state["skipped"])
         todo = [a for a in state["asks"]

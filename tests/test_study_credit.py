@@ -98,3 +98,20 @@ def test_credit_is_refused_beside_a_setting_whose_prompts_it_cannot_rebuild(home
     assert main(["study", str(study_file(home, settings=settings))]) == 2
     assert "credit rebuilds prompts from the K nearest entries only" in capsys.readouterr().err
     assert fake_llm.CALLS == []
+
+
+def test_a_credit_run_made_with_other_settings_is_named_not_resumed(home, fake_llm, monkeypatch, capsys):
+    monkeypatch.setattr(fake_llm, "ANSWER", scripted)
+    path = study_file(home, '[credit]\non = "train"\n')
+    assert main(["study", str(path)]) == 0
+    credit_dir = home / "runs" / f"{_plain_run(home / 'runs').name}__credit-EP_CRIT-train"
+    made = rundir.read_manifest(credit_dir)
+    fake_llm.CALLS.clear()
+    capsys.readouterr()
+    study_file(home, '[credit]\non = "train"\nnull = 2\n')
+    assert main(["study", str(path)]) != 0
+    said = capsys.readouterr().out
+    assert f"credit-train: not run: {credit_dir.name} was made with null 0 (now 2); set [credit] as it was" in said
+    assert fake_llm.CALLS == [] and rundir.read_manifest(credit_dir) == made
+    assert main(["study", str(path), "--dry-run"]) == 0
+    assert "credit-train (partial)" in capsys.readouterr().out

@@ -179,6 +179,11 @@ def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[s
     return out
 
 
+def prune_probe(strategy: str, on: str, source: Path, source_run_id: str, credit: Path, credit_run_id: str) -> dict:
+    return {"name": CREDIT_PRUNE, "strategy": strategy, "on": on, "source": Path(source).name,
+            "source_run_id": source_run_id, "credit": Path(credit).name, "credit_run_id": credit_run_id}
+
+
 def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: list, seeds: int, *,
             out: Path | None = None, progress: bool = True, say=print, run_options: dict | None = None,
             **changes) -> dict:
@@ -204,9 +209,7 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
     sets = removals(source_dir, credit_dir, rules, seeds, config.seed)
     credit_manifest = SourceRun(credit_dir).manifest
     out = Path(out) if out else Path(credit_dir).parent / f"{Path(credit_dir).name}__prune"
-    probe = {"name": CREDIT_PRUNE, "strategy": strategy, "on": on, "source": Path(source_dir).name,
-             "source_run_id": manifest["run_id"], "credit": Path(credit_dir).name,
-             "credit_run_id": credit_manifest["run_id"]}
+    probe = prune_probe(strategy, on, source_dir, manifest["run_id"], credit_dir, credit_manifest["run_id"])
     pool = reuse.matching_calls([str(source_dir)], config.model, manifest["dataset"]["checksum"], exclude=out)
     state: dict = {"counter": {"requested": 0}, "sets": sets}
 

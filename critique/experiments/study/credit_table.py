@@ -97,7 +97,8 @@ def _manifest(folder: Path) -> dict | None:
 
 
 def waiting(task) -> str | None:
-    """Why the task cannot run yet (its plain run, or for pruning its credit run, has not completed), or None."""
+    """Why the task cannot run (its plain run, or for pruning its credit run, has not completed; its run directory
+    holds a run of other settings), or None."""
     from critique.experiments.source_run import SourceRun
 
     c = task.credit
@@ -105,29 +106,49 @@ def waiting(task) -> str | None:
         return "not run: the plain run has not completed (rerun the study once it has)"
     if c["step"] == STEP_PRUNE and not SourceRun(c["credit_dir"]).complete():
         return "not run: the credit run has not completed (rerun the study once it has)"
-    return None
+    return _other_settings(task)
+
+
+def _probe(task) -> dict:
+    """The manifest ``probe`` the task's run directory is made with, from the runs it reads as they are now."""
+    from critique.experiments.credit.deletion import credit_probe
+    from critique.experiments.credit.prune import prune_probe
+
+    c = task.credit
+    source_run_id = (_manifest(c["source"]) or {}).get("run_id")
+    if c["step"] == STEP_CREDIT:
+        return credit_probe(c["strategy"], c["on"], c["cite"], c["null"], c["source"], source_run_id)
+    return prune_probe(c["strategy"], c["on"], c["source"], source_run_id, c["credit_dir"],
+                       (_manifest(c["credit_dir"]) or {}).get("run_id"))
+
+
+def _other_settings(task) -> str | None:
+    """Why the run directory already at the task's place is not the table's (``null`` changed, or a run it reads
+    was made anew), or None: the run would refuse to resume it."""
+    manifest = _manifest(task.out)
+    if not manifest:
+        return None
+    there, wanted = manifest.get("probe") or {}, _probe(task)
+    changed = [f"{key} {there.get(key)!r} (now {value!r})" for key, value in wanted.items() if there.get(key) != value]
+    if not changed:
+        return None
+    return (f"not run: {task.out.name} was made with {', '.join(changed)}; set [credit] as it was, or move that run "
+            "directory away (a credit run with its __prune beside it) to make it anew")
 
 
 def state(task) -> str:
     """'complete', 'partial' (a run directory exists) or 'new': complete when it has completed from the plain run
     (and, for pruning, the credit run) of the ids they have now, with every removal its rules make."""
     from critique.experiments.credit import prune as credit_prune
-    from critique.experiments.credit.deletion import credit_probe
 
     c = task.credit
     manifest = _manifest(task.out)
     if manifest is None:
         return "new"
-    source = _manifest(c["source"]) or {}
     if manifest.get("status") != "complete" or waiting(task):
         return "partial"
-    probe = manifest.get("probe") or {}
     if c["step"] == STEP_CREDIT:
-        made = probe == credit_probe(c["strategy"], c["on"], c["cite"], c["null"], c["source"], source["run_id"])
-        return "complete" if made else "partial"
-    if probe.get("source_run_id") != source["run_id"] or \
-            probe.get("credit_run_id") != (_manifest(c["credit_dir"]) or {}).get("run_id"):
-        return "partial"
+        return "complete"
     try:
         wanted = credit_prune.removals(c["source"], c["credit_dir"], c["rules"], c["seeds"], manifest["config"]["seed"])
     except UserError:

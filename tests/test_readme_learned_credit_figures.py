@@ -157,3 +157,5 @@ def test_the_credit_study_is_complete(tmp_path, capsys):
     assert main(["study", str(folder / "credit-qwen.toml"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "1 complete, 0 to run" in out and "run (complete), credit-train (complete), prune (complete)" in out
+    assert main(["study", str(folder / "credit-qwen.toml")]) == 0
+    assert "0 LLM calls made" in capsys.readouterr().out

@@ -3,13 +3,13 @@
 here from the stream table and found in docs/results.md, so a change to the logs or the analysis that moves one
 fails until docs/results.md says the new one."""
 
+from dataclasses import dataclass
+
 from critique.analysis.reading import logs
 from critique.analysis.memory.online import FRACTIONS
 from critique.analysis.study.render import cell
 from shipped import LOGS, RESULTS, pct, results
 
-MODEL = "local/smollm2"  # the streams docs/results.md tabulates first; a stream of another model is its own row
-DATASETS = ("mcr-gen", "pref-gen", "control-pos")
 ARMS = (("memory off", "none", "empty", None), ("frozen train memory", "none", "train", None),
         ("online gold", "gold", "train", None), ("online self", "self", "train", None),
         ("self, de-inflated", "self", "train", "reorder"), ("its random control", "self", "train", "random"))
@@ -18,37 +18,50 @@ LOOP = ("written", "l", "l_low", "l_high", "s", "trusted_wrong", "kappa", "kappa
         "attractor", "corrupted")
 
 
-def _of_model(row: dict) -> bool:
-    """A row of MODEL's (a table labels it with the settings its runs differ in: ``local/smollm2 [critic=gold]``)."""
-    return row["model"].partition(" [")[0] == MODEL
+@dataclass(frozen=True)
+class Streams:
+    """One model's shipped stream arms: on which datasets, and how many steps each arm answers."""
+    model: str
+    datasets: tuple[str, ...]
+    steps: int
+
+    def of(self, row: dict) -> bool:
+        """A row of this model's (a table labels it with the settings its runs differ in: ``local/smollm2
+        [critic=gold]``)."""
+        return row["model"].partition(" [")[0] == self.model
 
 
-def _row(rows: list[dict], dataset: str, feedback: str, start: str, demote: str | None = None) -> dict:
-    found = [r for r in rows if _of_model(r) and r["dataset"] == dataset and r["feedback"] == feedback
+SMOLLM2 = Streams("local/smollm2", ("mcr-gen", "pref-gen", "control-pos"), 250)
+DATASETS = SMOLLM2.datasets
+
+
+def _row(rows: list[dict], dataset: str, feedback: str, start: str, demote: str | None = None,
+         streams: Streams = SMOLLM2) -> dict:
+    found = [r for r in rows if streams.of(r) and r["dataset"] == dataset and r["feedback"] == feedback
              and r["start"] == start and r["demote"] == demote and r["conflicts"] == "append" and not r["refresh"]
              and not r["disable"]]
-    assert len(found) == 1, (dataset, feedback, start, len(found))
-    assert found[0]["status"] == "complete" and found[0]["steps"] == found[0]["of"] == 250
+    assert len(found) == 1, (streams.model, dataset, feedback, start, len(found))
+    assert found[0]["status"] == "complete" and found[0]["steps"] == found[0]["of"] == streams.steps
     return found[0]
 
 
-def arms_table(rows: list[dict]) -> str:
+def arms_table(rows: list[dict], streams: Streams = SMOLLM2) -> str:
     """docs/results.md's table of the arms' accuracies (%), one row per dataset."""
     lines = ["| dataset | " + " | ".join(name for name, *_ in ARMS) + " |", "|---" * (len(ARMS) + 1) + "|"]
-    for dataset in DATASETS:
-        cells = [cell("accuracy", _row(rows, dataset, f, s, d)["accuracy"]) for _, f, s, d in ARMS]
+    for dataset in streams.datasets:
+        cells = [cell("accuracy", _row(rows, dataset, f, s, d, streams)["accuracy"]) for _, f, s, d in ARMS]
         lines.append(f"| {dataset} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def loop_table(rows: list[dict]) -> str:
+def loop_table(rows: list[dict], streams: Streams = SMOLLM2) -> str:
     """docs/results.md's table of the write-back loop of the online arms: "a test?" is no where the table's
     attractor_why says the prediction is no test."""
     lines = ["| dataset | arm | notes | l [95%] | s | shown trusted but wrong | kappa (pooled) | kappa within [95%] "
              "| predicted attractor | reached | a test? |", "|---" * 11 + "|"]
-    for dataset in DATASETS:
+    for dataset in streams.datasets:
         for name, feedback, start, _ in ONLINE:
-            r = _row(rows, dataset, feedback, start)
+            r = _row(rows, dataset, feedback, start, streams=streams)
             f = {k: cell(k, r[k], formats=FRACTIONS) for k in LOOP}
             test = "no" if (r["attractor_why"] or "").startswith("no test") else "yes"
             lines.append(f"| {dataset} | {name} | {f['written']} | {f['l']} [{f['l_low']}, {f['l_high']}] | "
@@ -130,8 +143,8 @@ def deinflation_quote(row: dict) -> str:
 
 def test_de_inflation_against_its_random_control(shipped_tables):
     for dataset in DATASETS:
-        row = next(r for r in shipped_tables["stream_arms"] if _of_model(r) and r["dataset"] == dataset)
+        row = next(r for r in shipped_tables["stream_arms"] if SMOLLM2.of(r) and r["dataset"] == dataset)
         assert row["unfinished"] is None and row["arms"] == len(ARMS)
         assert deinflation_quote(row) in results(), deinflation_quote(row)
-    control = next(r for r in shipped_tables["stream_arms"] if _of_model(r) and r["dataset"] == "control-pos")
+    control = next(r for r in shipped_tables["stream_arms"] if SMOLLM2.of(r) and r["dataset"] == "control-pos")
     assert control["demoted"] == "0 / 0" and "so it trusts every note as written and demotes none" in results()

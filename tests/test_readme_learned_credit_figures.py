@@ -129,9 +129,9 @@ def test_why_the_positive_control():
     """mcr-gen's EP_CRIT answers one option to every question in the study's log: no deletion could move it."""
     from critique.base import rundir
 
-    answers = {p["answer"] for p in rundir.read_jsonl(LOGS / "mcr-gen__local_qwen2.5-coder-0.5b" / rundir.PREDICTIONS)
-               if p["stage"] == "test" and p["strategy"] == "EP_CRIT"}
-    assert answers == {"1"}
+    answers = [p["answer"] for p in rundir.read_jsonl(LOGS / "mcr-gen__local_qwen2.5-coder-0.5b" / rundir.PREDICTIONS)
+               if p["stage"] == "test" and p["strategy"] == "EP_CRIT"]
+    assert len(answers) == 250 and set(answers) == {"1"}
     assert 'the study\'s EP_CRIT answers "1" to every one of mcr-gen\'s 250 test questions' in results()
 
 

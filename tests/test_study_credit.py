@@ -115,3 +115,21 @@ def test_a_credit_run_made_with_other_settings_is_named_not_resumed(home, fake_l
     assert fake_llm.CALLS == [] and rundir.read_manifest(credit_dir) == made
     assert main(["study", str(path), "--dry-run"]) == 0
     assert "credit-train (partial)" in capsys.readouterr().out
+
+
+def test_a_pruning_run_of_a_credit_run_made_anew_is_named_not_resumed(home, fake_llm, monkeypatch, capsys):
+    import json
+
+    monkeypatch.setattr(fake_llm, "ANSWER", scripted)
+    path = study_file(home, '[credit]\non = "train"\nprune = "lowest:1"\n')
+    assert main(["study", str(path)]) == 0
+    credit_dir = home / "runs" / f"{_plain_run(home / 'runs').name}__credit-EP_CRIT-train"
+    manifest = rundir.read_manifest(credit_dir)
+    (credit_dir / rundir.MANIFEST).write_text(json.dumps({**manifest, "run_id": "made-anew"}))
+    fake_llm.CALLS.clear()
+    capsys.readouterr()
+    assert main(["study", str(path)]) != 0
+    said = capsys.readouterr().out
+    assert (f"prune: not run: {credit_dir.name}__prune was made with credit_run_id {manifest['run_id']!r} (now "
+            "'made-anew'); a run it reads was made anew since: move this run directory away") in said
+    assert fake_llm.CALLS == []

@@ -128,12 +128,19 @@ def _other_settings(task) -> str | None:
     manifest = _manifest(task.out)
     if not manifest:
         return None
-    there, wanted = manifest.get("probe") or {}, _probe(task)
-    changed = [f"{key} {there.get(key)!r} (now {value!r})" for key, value in wanted.items() if there.get(key) != value]
-    if not changed:
+    there, wanted = manifest.get("probe"), _probe(task)
+    if not there:
+        return f"not run: {task.out.name} holds a run that is not credit's (its manifest has no probe); move it away"
+    if there == wanted:
         return None
-    return (f"not run: {task.out.name} was made with {', '.join(changed)}; set [credit] as it was, or move that run "
-            "directory away (a credit run with its __prune beside it) to make it anew")
+    keys = [*wanted, *(key for key in there if key not in wanted)]
+    changed = [key for key in keys if there.get(key) != wanted.get(key)]
+    said = ", ".join(f"{key} {there.get(key)!r} (now {wanted.get(key)!r})" for key in changed)
+    if {"source_run_id", "credit_run_id"} & set(changed):
+        advice = "a run it reads was made anew since: move this run directory away to make it anew"
+    else:
+        advice = "set [credit] as it was, or move this run directory away to make it anew"
+    return f"not run: {task.out.name} was made with {said}; {advice}"
 
 
 def state(task) -> str:

@@ -100,14 +100,19 @@ def test_credit_is_refused_beside_a_setting_whose_prompts_it_cannot_rebuild(home
     assert fake_llm.CALLS == []
 
 
-def test_a_credit_run_made_with_other_settings_is_named_not_resumed(home, fake_llm, monkeypatch, capsys):
-    monkeypatch.setattr(fake_llm, "ANSWER", scripted)
-    path = study_file(home, '[credit]\non = "train"\n')
+def _studied(home, fake_llm, capsys, credit: str):
+    """The study file of ``credit`` run once; its path and its credit run, the calls and output cleared."""
+    path = study_file(home, credit)
     assert main(["study", str(path)]) == 0
-    credit_dir = home / "runs" / f"{_plain_run(home / 'runs').name}__credit-EP_CRIT-train"
-    made = rundir.read_manifest(credit_dir)
     fake_llm.CALLS.clear()
     capsys.readouterr()
+    return path, home / "runs" / f"{_plain_run(home / 'runs').name}__credit-EP_CRIT-train"
+
+
+def test_a_credit_run_made_with_other_settings_is_named_not_resumed(home, fake_llm, monkeypatch, capsys):
+    monkeypatch.setattr(fake_llm, "ANSWER", scripted)
+    path, credit_dir = _studied(home, fake_llm, capsys, '[credit]\non = "train"\n')
+    made = rundir.read_manifest(credit_dir)
     study_file(home, '[credit]\non = "train"\nnull = 2\n')
     assert main(["study", str(path)]) != 0
     said = capsys.readouterr().out
@@ -121,13 +126,9 @@ def test_a_pruning_run_of_a_credit_run_made_anew_is_named_not_resumed(home, fake
     import json
 
     monkeypatch.setattr(fake_llm, "ANSWER", scripted)
-    path = study_file(home, '[credit]\non = "train"\nprune = "lowest:1"\n')
-    assert main(["study", str(path)]) == 0
-    credit_dir = home / "runs" / f"{_plain_run(home / 'runs').name}__credit-EP_CRIT-train"
+    path, credit_dir = _studied(home, fake_llm, capsys, '[credit]\non = "train"\nprune = "lowest:1"\n')
     manifest = rundir.read_manifest(credit_dir)
     (credit_dir / rundir.MANIFEST).write_text(json.dumps({**manifest, "run_id": "made-anew"}))
-    fake_llm.CALLS.clear()
-    capsys.readouterr()
     assert main(["study", str(path)]) != 0
     said = capsys.readouterr().out
     assert (f"prune: not run: {credit_dir.name}__prune was made with credit_run_id {manifest['run_id']!r} (now "

@@ -11,6 +11,8 @@ from critique.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "logs"
+MEMORY = ROOT / "logs-memory"  # the memory papers' experiments, beside the study's runs they compare with
+QWEN = "local/qwen2.5-coder-0.5b"  # the embedded model that learns in context, as the tables name it
 RESULTS = ROOT / "docs" / "results.md"  # the shipped findings, built from the logs (the README links it)
 EXPERIMENTS = ROOT / "docs" / "experiments.md"  # the memory experiments' commands and what their tables hold
 CLI = ROOT / "docs" / "cli.md"  # the commands and options

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from critique.cli import main
-from shipped import LOGS, RESULTS, listed as _listed, pct as _pct, results
+from shipped import LOGS, QWEN, RESULTS, listed as _listed, pct as _pct, results
 
 
 @pytest.fixture
@@ -84,7 +84,6 @@ def test_a_skipped_c4_says_how_many_points_have_both(shipped):
                if name.startswith("C4 [") and name != qwen_positive)
 
 
-QWEN = "local/qwen2.5-coder-0.5b"
 # the strategies each control was run with on the model that learns (logs/control-*-qwen.toml)
 QWEN_STRATEGIES = {"control-pos": ("zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT"),
                    "control-neg": ("zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT")}

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from shipped import LOGS, ROOT, command_json, results
+from shipped import LOGS, MEMORY, QWEN, command_json, results
 
-MEMORY = ROOT / "logs-memory"
 PLAIN = MEMORY / "control-pos__local_qwen2.5-coder-0.5b"
 CREDIT = MEMORY / f"{PLAIN.name}__credit-EP_CRIT-train"
 PRUNE = MEMORY / f"{CREDIT.name}__prune"
-QWEN = "local/qwen2.5-coder-0.5b"
 
 
 @pytest.fixture(scope="module")

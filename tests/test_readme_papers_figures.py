@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from shipped import LOGS, ROOT, command_json, results
+from shipped import LOGS, MEMORY, QWEN, command_json, results
 
-MEMORY = ROOT / "logs-memory"
-QWEN = "local/qwen2.5-coder-0.5b"
 TWINS = [LOGS / f"{d}__local_qwen2.5-coder-0.5b" for d in ("mcr-gen", "pref-gen")]
 
 

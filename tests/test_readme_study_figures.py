@@ -13,7 +13,7 @@ import pytest
 from critique.analysis.reading import logs
 from critique.analysis.study.render import cell
 from critique.base import rundir
-from shipped import LOGS, RESULTS, pct, results
+from shipped import LOGS, QWEN, RESULTS, pct, results
 
 GOLD = {dataset: LOGS / f"{dataset}__local_smollm2" for dataset in ("mcr-gen", "pref-gen")}
 SUGGESTIBILITY = LOGS / "mcr-gen__local_smollm2__suggestibility"
@@ -214,7 +214,6 @@ def test_the_k_ablation(shipped_tables):
            f"{', '.join(pct(r['accuracy']) for r in rows)}, and so are" in results()
 
 
-QWEN = "local/qwen2.5-coder-0.5b"
 FIVE = ("zero_shot", "EP_LABEL", "EP_CRIT", "SEM_CRIT", "EP+SEM_CRIT")
 
 

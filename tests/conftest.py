@@ -35,6 +35,15 @@ def shipped_tables(tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="session")
+def memory_tables(tmp_path_factory) -> dict:
+    """`critique tables logs-memory logs/mcr-gen__local_qwen2.5-coder-0.5b logs/pref-gen__local_qwen2.5-coder-0.5b
+    --format json`: the memory papers' experiments and the streams of the model that learns."""
+    import shipped
+
+    return shipped.command_json(tmp_path_factory.mktemp("memory"), ["tables", *map(str, shipped.MEMORY_INPUTS)])
+
+
+@pytest.fixture(scope="session")
 def shipped_inference(tmp_path_factory) -> dict:
     """`critique tables logs --inference --format json`."""
     import shipped

@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "logs"
 MEMORY = ROOT / "logs-memory"  # the memory papers' experiments, beside the study's runs they compare with
 QWEN = "local/qwen2.5-coder-0.5b"  # the embedded model that learns in context, as the tables name it
+# what `make reproduce` reads for the memory papers' tables: logs-memory/ and the study's runs of the same model and
+# data (the admit-all twins of the admitting runs)
+MEMORY_INPUTS = [MEMORY, *(LOGS / f"{d}__local_qwen2.5-coder-0.5b" for d in ("mcr-gen", "pref-gen"))]
 RESULTS = ROOT / "docs" / "results.md"  # the shipped findings, built from the logs (the README links it)
 EXPERIMENTS = ROOT / "docs" / "experiments.md"  # the memory experiments' commands and what their tables hold
 CLI = ROOT / "docs" / "cli.md"  # the commands and options

@@ -60,6 +60,21 @@ def test_a_stream_with_real_contamination_makes_a_test_of_its_prediction():
     assert row["slope_low"] > 0 and row["attractor_why"] is None
 
 
+def test_a_critic_that_stores_every_answer_as_wrong_has_no_prediction_and_says_why():
+    """A self critic that calls every answer wrong trusts nothing it writes: l = s = 0, no slope, no attractor."""
+    row = online.summary(synthetic_stream(0.3, 0.0, 0.0, 0.0, steps=200), None)
+    assert (row["l"], row["s"], row["kappa"], row["attractor"]) == (0.0, 0.0, None, None)
+    assert row["attractor_why"] == ("no prediction: no note the stream wrote is trusted, so none can be trusted "
+                                    "but wrong")
+
+
+def test_a_bank_with_no_trusted_wrong_note_has_no_slope_and_says_so():
+    """A gold critic that never contradicts the label: every trusted note shown is right, p is 0 at every step."""
+    row = online.summary(synthetic_stream(0.3, 0.0, 0.0, 1.0, steps=200), None)
+    assert (row["l"], row["s"], row["kappa"], row["attractor"]) == (0.0, 1.0, None, None)
+    assert row["attractor_why"].startswith("no prediction: no slope, every step was shown the same share")
+
+
 def test_the_loops_l_counts_a_note_with_no_verdict_in_its_one_denominator():
     stream, off = difficulty_stream()
     wrong = [v for v in stream["versions"] if v["truth"] == 0]

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from shipped import LOGS, MEMORY, QWEN, command_json, results
-
-TWINS = [LOGS / f"{d}__local_qwen2.5-coder-0.5b" for d in ("mcr-gen", "pref-gen")]
+from shipped import LOGS, MEMORY, QWEN, results
 
 
-@pytest.fixture(scope="module")
-def tables(tmp_path_factory) -> dict:
-    return command_json(tmp_path_factory.mktemp("memory"), ["tables", str(MEMORY), *map(str, TWINS)])
+@pytest.fixture
+def tables(memory_tables) -> dict:
+    return memory_tables
 
 
 def _p(value) -> str:
@@ -83,7 +81,8 @@ def test_what_the_stream_admission_sentences_say(tables):
 
     streams = [r for r in tables["stream"] if r["model"].startswith(QWEN)]  # labelled by the settings they differ in
     (admitting,) = [r for r in streams if "admission=instruction" in r["model"]]
-    (twin,) = [r for r in streams if "admission=all" in r["model"]]
+    (twin,) = [r for r in streams if "admission=all" in r["model"] and (r["feedback"], r["start"], r["demote"])
+               == ("gold", "train", None)]  # the admit-all arm among the stream arms of logs-memory/
     said = results()
     assert (admitting["written"], admitting["notes_end"]) == (0, 1)  # "its memory never grows past that one note"
     assert f"while its twin's last step retrieves from {twin['notes_end']}" in said
@@ -211,3 +210,12 @@ def test_what_the_dose_sentences_say(tables):
     assert all(r["memory_only"] is None for r in rows)  # "R7's lexical check cannot fire on mcr-gen"
     conditioning = {r["arm"]: r for r in tables["conditioning"] if r["model"] == QWEN}["outcomes@1"]
     assert f"one past outcome: {conditioning['wins'] + conditioning['losses']} discordant items of 100" in said
+
+
+def test_make_reproduce_prints_the_tables_these_figures_come_from():
+    from shipped import MEMORY_INPUTS, ROOT
+
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8").splitlines()
+    (line,) = [line for line in makefile if "critique tables logs-memory/" in line]
+    read = [str((ROOT / path).resolve()) for path in line.split("critique tables ")[1].split()]
+    assert read == [str(path.resolve()) for path in MEMORY_INPUTS]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from critique.analysis.reading import logs
 from critique.analysis.memory.online import FRACTIONS
 from critique.analysis.study.render import cell
-from shipped import LOGS, RESULTS, pct, results
+from shipped import LOGS, MEMORY, QWEN, RESULTS, pct, results
 
 ARMS = (("memory off", "none", "empty", None), ("frozen train memory", "none", "train", None),
         ("online gold", "gold", "train", None), ("online self", "self", "train", None),
@@ -20,18 +20,23 @@ LOOP = ("written", "l", "l_low", "l_high", "s", "trusted_wrong", "kappa", "kappa
 
 @dataclass(frozen=True)
 class Streams:
-    """One model's shipped stream arms: on which datasets, and how many steps each arm answers."""
+    """One model's shipped stream arms: on which datasets, how many steps each arm answers, and, where the tables
+    read other runs of the model beside them, the settings the model column names the arms by."""
     model: str
     datasets: tuple[str, ...]
     steps: int
+    settings: str | None = None
 
     def of(self, row: dict) -> bool:
-        """A row of this model's (a table labels it with the settings its runs differ in: ``local/smollm2
+        """A row of this model's arms (a table labels a model with the settings its runs differ in: ``local/smollm2
         [critic=gold]``)."""
-        return row["model"].partition(" [")[0] == self.model
+        name, _, settings = row["model"].partition(" [")
+        return name == self.model and (self.settings is None or settings == f"{self.settings}]")
 
 
 SMOLLM2 = Streams("local/smollm2", ("mcr-gen", "pref-gen", "control-pos"), 250)
+# the model that learns, in logs-memory/ beside the admitting stream (admission=instruction) and the study's runs
+QWEN_STREAMS = Streams(QWEN, ("mcr-gen",), 100, "limit=100, admission=all")
 DATASETS = SMOLLM2.datasets
 
 
@@ -54,16 +59,23 @@ def arms_table(rows: list[dict], streams: Streams = SMOLLM2) -> str:
     return "\n".join(lines)
 
 
+def _a_test(row: dict) -> str:
+    """Whether the row's predicted attractor tests the loop: - where there is no prediction."""
+    if row["attractor"] is None:
+        return "-"
+    return "no" if (row["attractor_why"] or "").startswith("no test") else "yes"
+
+
 def loop_table(rows: list[dict], streams: Streams = SMOLLM2) -> str:
     """docs/results.md's table of the write-back loop of the online arms: "a test?" is no where the table's
-    attractor_why says the prediction is no test."""
+    attractor_why says the prediction is no test, - where there is no prediction."""
     lines = ["| dataset | arm | notes | l [95%] | s | shown trusted but wrong | kappa (pooled) | kappa within [95%] "
              "| predicted attractor | reached | a test? |", "|---" * 11 + "|"]
     for dataset in streams.datasets:
         for name, feedback, start, _ in ONLINE:
             r = _row(rows, dataset, feedback, start, streams=streams)
             f = {k: cell(k, r[k], formats=FRACTIONS) for k in LOOP}
-            test = "no" if (r["attractor_why"] or "").startswith("no test") else "yes"
+            test = _a_test(r)
             lines.append(f"| {dataset} | {name} | {f['written']} | {f['l']} [{f['l_low']}, {f['l_high']}] | "
                          f"{f['s']} | {f['trusted_wrong']} | {f['kappa']} | {f['kappa_within']} "
                          f"[{f['slope_low']}, {f['slope_high']}] | {f['attractor']} | {f['corrupted']} | {test} |")
@@ -148,3 +160,68 @@ def test_de_inflation_against_its_random_control(shipped_tables):
         assert deinflation_quote(row) in results(), deinflation_quote(row)
     control = next(r for r in shipped_tables["stream_arms"] if SMOLLM2.of(r) and r["dataset"] == "control-pos")
     assert control["demoted"] == "0 / 0" and "so it trusts every note as written and demotes none" in results()
+
+
+# ---- the arms on the model that learns (logs-memory/) ------------------------------------------------------
+QWEN_ARMS = {arm: MEMORY / f"mcr-gen__local_qwen2.5-coder-0.5b__stream-{arm}"
+             for arm in ("none-empty", "none", "gold", "self", "self-deinflate-reorder", "self-deinflate-random98")}
+
+
+def test_the_arms_and_loop_tables_on_the_model_that_learns(memory_tables):
+    said = RESULTS.read_text(encoding="utf-8")
+    assert arms_table(memory_tables["stream"], QWEN_STREAMS) in said
+    assert loop_table(memory_tables["stream"], QWEN_STREAMS) in said
+
+
+def _answers(run) -> list[str]:
+    from critique.base import rundir
+
+    return [r["answer"] for r in rundir.read_jsonl(run / rundir.PREDICTIONS) if r["stage"] == "stream"]
+
+
+def test_what_comes_out_on_the_model_that_learns(memory_tables):
+    rows = memory_tables["stream"]
+    ones = {arm: _answers(run).count("1") for arm, run in QWEN_ARMS.items()}
+    with_notes = sorted({ones[arm] for arm in QWEN_ARMS if arm != "none-empty"})
+    assert (f'it answers "1" at {ones["none-empty"]} of the 100 steps with memory off and at '
+            f'{" or ".join(map(str, with_notes))} in every arm with notes') in results()
+    gains = {(r["wins"], r["losses"], r["p"]) for _, f, s, d in ARMS[1:]
+             for r in [_row(rows, "mcr-gen", f, s, d, QWEN_STREAMS)]}
+    ((wins, losses, p),) = gains
+    assert f"({wins} won, {losses} lost, p = {p:.2f} against memory off)" in results()
+    gold, self = (_row(rows, "mcr-gen", f, "train", streams=QWEN_STREAMS) for f in ("gold", "self"))
+    interval = f"(l = {gold['l']:.3f} [{gold['l_low']:.3f}, {gold['l_high']:.3f}])"
+    assert gold["l"] == 0 and f"never contradicts the label it is shown {interval}" in results()
+    assert gold["attractor_why"].startswith("no prediction: no slope")
+    right = round(self["accuracy"] * self["steps"] / 100)
+    assert f"calls every answer wrong, the {right} right ones among them" in results()
+    assert self["l"] == self["s"] == 0 and f"(l = s = {self['s']:.3f})" in results()
+    assert self["attractor_why"].startswith("no prediction: no note the stream wrote is trusted")
+    row = next(r for r in memory_tables["stream_arms"] if QWEN_STREAMS.of(r))
+    assert row["unfinished"] is None and row["arms"] == len(ARMS)
+    assert deinflation_quote(row) in results(), deinflation_quote(row)
+    flagged = row["demoted"].split(" / ")[0]
+    assert f"the reorder verifier flags {flagged} of the 100 notes" in results()
+
+
+def test_the_new_calls_of_the_arms_on_the_model_that_learns():
+    new = [sum(not cached for (cached,) in logs.rows(run, logs.CALLS, ("cached",))) for run in QWEN_ARMS.values()]
+    quoted = (f"the memory-off, frozen, online gold, online self, de-inflated and random-control arms made "
+              f"{', '.join(map(str, new[:-1]))} and {new[-1]} new calls")
+    assert quoted in results(), quoted
+
+
+def test_the_arms_on_the_model_that_learns_resume_with_no_call(tmp_path, capsys):
+    import shutil
+
+    from critique.base import rundir
+    from critique.cli import main
+
+    for run in QWEN_ARMS.values():
+        shutil.copytree(run, tmp_path / run.name)
+    command = rundir.read_manifest(QWEN_ARMS["self"])["command"][1:]  # gold's is the admitting stream's twin's
+    assert "--arms" in command
+    command[command.index("--out") + 1] = str(tmp_path)
+    assert main([*command, "--no-cache", "--quiet"]) == 0
+    made = [line for line in capsys.readouterr().out.splitlines() if "LLM calls made" in line]
+    assert len(made) == len(QWEN_ARMS) and all(line.startswith("0 LLM calls made") for line in made)

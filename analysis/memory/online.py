@@ -28,7 +28,8 @@ from pathlib import Path
 from critique.analysis.reading import logs
 from critique.analysis.study.cells import mean
 from critique.analysis.memory.online_loop import (attractor, contamination, is_trusted, is_trusted_wrong,
-                                                  prediction_test, share, shown_versions, slope_interval, trust_rates)
+                                                  no_prediction, prediction_test, share, shown_versions,
+                                                  slope_interval, trust_rates)
 from critique.analysis.stats.core import MDE_NOTE, detectable_effect, sign_test, wilson
 from critique.analysis.study.tabular import Table
 from critique.base import vocab
@@ -70,7 +71,8 @@ NOTE = ("similarity: with --conflicts revise, how similar a shown note must be t
         "percentile interval over resampled steps; attractor: the predicted share of wrong notes among trusted ones "
         "where the write-back loop settles (docs/memory.md: p = e*l/(e*l+(1-e)*s), e = e0 + kappa*p), attractor_why: "
         "why it is no test (a slope that cannot be told from 0: with kappa = 0 the prediction is e*l/(e*l+(1-e)*s) of "
-        "the notes the stream wrote, the same ratio of the same notes as corrupted), - when it is one; corrupted: "
+        "the notes the stream wrote, the same ratio of the same notes as corrupted) or why there is no prediction "
+        "(no note written trusted, no answer of one truth written back, or no slope), - when it is one; corrupted: "
         "the share the stream's own trusted notes reached; revised, disabled: notes the conflict policy or the "
         "disabling test changed, "
         "revised_right: revised notes that now assert their own question's gold label (a near-duplicate's label "
@@ -175,9 +177,10 @@ def loop(stream: dict, off: dict | None) -> dict:
         predicted = attractor(min(1.0, max(0.0, used["e0"])), used["kappa"], l_share, s)
         low, high, why = slope_interval(used["groups"])
     trusted = [v for v in _written(stream, latest=True) if is_trusted(v) and v["truth"] is not None]
+    why_not = prediction_test(predicted, low, high, why) if predicted is not None else no_prediction(l_share, s, used)
     return {"l": l_share, "l_low": l_low, "l_high": l_high, "s": s, "kappa": pooled["kappa"],
             "kappa_within": within["kappa"], "e0": used["e0"], "slope_low": low, "slope_high": high,
-            "attractor": predicted, "attractor_why": prediction_test(predicted, low, high, why),
+            "attractor": predicted, "attractor_why": why_not,
             "corrupted": share([v["truth"] == 0 for v in trusted])}
 
 

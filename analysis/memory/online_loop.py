@@ -104,6 +104,18 @@ def contamination(steps: list[dict], versions: dict[str, dict], strata: dict[tup
     return {"kappa": kappa, "e0": sy / n - kappa * sx / n, "groups": groups}
 
 
+def no_prediction(leniency: float | None, s: float | None, slope: dict) -> str:
+    """Why the loop has no predicted attractor: nothing written back is trusted (the loop cannot grow a wrong
+    trusted note), no answer of one truth was written back, or no slope (``slope``: `contamination`'s)."""
+    if leniency == 0 and s == 0:
+        return "no prediction: no note the stream wrote is trusted, so none can be trusted but wrong"
+    if leniency is None or s is None:
+        return f"no prediction: the stream wrote back no {'wrong' if leniency is None else 'right'} answer"
+    if not slope["groups"]:
+        return "no prediction: no slope, no step was shown a trusted note"
+    return "no prediction: no slope, every step was shown the same share of trusted notes that are wrong"
+
+
 def slope_interval(groups: list[tuple]) -> tuple[float | None, float | None, str | None]:
     """(low, high, why none): the slope's percentile interval over resampled steps (echo_stats.bootstrap: the
     Echo table's resamples, seed and level), withheld when too many resamples leave it undefined."""

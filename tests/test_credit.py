@@ -164,9 +164,11 @@ def test_pruning_with_no_held_out_question_is_refused(home, fake_llm, monkeypatc
     assert main(["run", "--dataset", str(dataset(home / "fruit")), "--model", "fake/m", "--strategies", "EP_CRIT",
                  "--k", "6", "--seed", "1", "--out", str(out), "--quiet"]) == 0
     assert all(half_of(None, k, 1) == 0 for k in TEST)  # seed 1: every test question is in the credit's half
+    fake_llm.CALLS.clear()
     assert credit(out, "--on", "test-half", "--prune", "lowest:1") == 2
     assert "no held-out question to score the pruned memories on (on test-half: 2 test questions" in \
         capsys.readouterr().err
+    assert fake_llm.CALLS == [] and not (out.parent / f"{out.name}__credit-EP_CRIT-test-half").exists()  # up front
 
 
 def test_pruning_the_toxic_entry_against_random_removals(source, fake_llm, capsys):

@@ -134,3 +134,18 @@ def test_a_pruning_run_of_a_credit_run_made_anew_is_named_not_resumed(home, fake
     assert (f"prune: not run: {credit_dir.name}__prune was made with credit_run_id {manifest['run_id']!r} (now "
             "'made-anew'); a run it reads was made anew since: move this run directory away") in said
     assert fake_llm.CALLS == []
+
+
+def test_pruning_with_no_held_out_question_is_named_before_the_credit_runs_calls(home, fake_llm, monkeypatch,
+                                                                                capsys):
+    from critique.experiments.credit.deletion import half_of
+
+    monkeypatch.setattr(fake_llm, "ANSWER", scripted)
+    path = study_file(home, '[credit]\non = "test-half"\nprune = "lowest:1"\n', settings="seed = 5")
+    assert main(["study", str(path)]) != 0
+    plain = _plain_run(home / "runs")
+    tests = {p["item_id"] for p in SourceRun(plain).predictions("test")}
+    assert tests and all(half_of(None, item, 5) == 0 for item in tests)  # seed 5: none held out from credit
+    said = capsys.readouterr().out
+    assert "credit-test-half: not run: prune has no held-out question to score the pruned memories on" in said
+    assert sorted(d.name for d in (home / "runs").iterdir()) == [plain.name]  # no credit or pruning run made

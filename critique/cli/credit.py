@@ -87,6 +87,8 @@ def main(args) -> int:
         except ValueError as exc:
             raise UserError(str(exc)) from None
         return 0
+    if rules is not None and (why := credit_prune.no_held_out(source, args.on)):
+        raise UserError(f"--prune: {why}")  # before the credit run's calls, not after them
     changes = {k: getattr(args, k) for k in ("concurrency", "data_dir", "cache_dir") if getattr(args, k) is not None}
     if args.no_cache:
         changes["use_cache"] = False

@@ -152,6 +152,28 @@ def held_out(run, on: str) -> list:
     return [i for i in run.dataset.test if half_of(i.user, i.id, run.config.seed) == 1]
 
 
+def no_held_out(source_dir: Path, on: str) -> str | None:
+    """Why pruning the run at ``source_dir`` would have no held-out question to score (None where it has one, or
+    where there is no run there yet to tell), told before any call from the run's test questions and seed: on
+    test-half, the questions of the half credit does not see."""
+    from critique.experiments.credit.deletion import half_of
+    from critique.experiments.source_run import SourceRun
+
+    run = SourceRun(source_dir)
+    if not run.complete():
+        return None
+    seed = run.manifest["config"]["seed"]
+    tests = {(p.get("user"), p["item_id"]) for p in run.predictions("test")}
+    if on == "train" or any(half_of(user, item, seed) == 1 for user, item in tests):
+        return None
+    return _nothing_held_out(on, len(tests))
+
+
+def _nothing_held_out(on: str, tests: int) -> str:
+    return (f"no held-out question to score the pruned memories on (on {on}: {tests} test questions, none in the "
+            "half credit did not see)")
+
+
 def asks(run, source: dict, sets: dict[str, list[str]], on: str, skipped: list[str]) -> list[Ask]:
     """Each held-out question asked with each pruned strategy's own prompt (critique.engine.performance) over the
     source run's memory less each rule's entries: retrieved again from what is left, as the method would."""
@@ -215,8 +237,7 @@ def execute(source_dir: Path, credit_dir: Path, strategy: str, on: str, rules: l
 
     def setup(run) -> None:
         if not held_out(run, on):
-            raise UserError(f"--prune: no held-out question to score the pruned memories on (on {on}: "
-                            f"{len(run.dataset.test)} test questions, none in the half credit did not see)")
+            raise UserError(f"--prune: {_nothing_held_out(on, len(run.dataset.test))}")
         state["skipped"] = []
         state["asks"] = asks(run, source, sets, on, state["skipped"])
         todo = [a for a in state["asks"]

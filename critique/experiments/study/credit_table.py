@@ -76,7 +76,8 @@ def tasks(spec: dict, source: Path, config, task) -> list:
                         f"{EP_CRIT if needed == CRITIQUE else EP_SEM_CRIT} to strategies)")
     credit = {key: spec[key] for key in ("strategy", "on", "cite", "null")}
     out = default_out(source, spec["strategy"], spec["on"], spec["cite"])
-    found = [task(f"credit-{spec['on']}", config, out, credit={**credit, "step": STEP_CREDIT, "source": source})]
+    found = [task(f"credit-{spec['on']}", config, out,
+                  credit={**credit, "step": STEP_CREDIT, "source": source, "prunes": bool(spec["rules"])})]
     if spec["rules"]:
         found.append(task(STEP_PRUNE, config, out.parent / f"{out.name}__prune",
                           credit={**credit, "step": STEP_PRUNE, "source": source, "credit_dir": out,
@@ -97,8 +98,8 @@ def _manifest(folder: Path) -> dict | None:
 
 
 def waiting(task) -> str | None:
-    """Why the task cannot run (its plain run, or for pruning its credit run, has not completed; its run directory
-    holds a run of other settings), or None."""
+    """Why the task cannot run (its plain run, or for pruning its credit run, has not completed; the pruning has no
+    held-out question; its run directory holds a run of other settings), or None."""
     from critique.experiments.source_run import SourceRun
 
     c = task.credit
@@ -106,7 +107,20 @@ def waiting(task) -> str | None:
         return "not run: the plain run has not completed (rerun the study once it has)"
     if c["step"] == STEP_PRUNE and not SourceRun(c["credit_dir"]).complete():
         return "not run: the credit run has not completed (rerun the study once it has)"
-    return _other_settings(task)
+    return _no_held_out(task) or _other_settings(task)
+
+
+def _no_held_out(task) -> str | None:
+    """Why the table's pruning has no held-out question to score (told from the plain run before the credit run's
+    calls; a credit run already complete is kept), or None."""
+    from critique.experiments.credit.prune import no_held_out
+    from critique.experiments.source_run import SourceRun
+
+    c = task.credit
+    if c["step"] == STEP_CREDIT and (not c["prunes"] or SourceRun(task.out).complete()):
+        return None
+    why = no_held_out(c["source"], c["on"])
+    return None if why is None else f"not run: prune has {why}; set [credit] on = \"train\", or test on more questions"
 
 
 def _probe(task) -> dict:

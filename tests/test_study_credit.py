@@ -117,6 +117,7 @@ def test_a_credit_run_made_with_other_settings_is_named_not_resumed(home, fake_l
     assert main(["study", str(path)]) != 0
     said = capsys.readouterr().out
     assert f"credit-train: not run: {credit_dir.name} was made with null 0 (now 2); set [credit] as it was" in said
+    assert "see the error field" not in said  # not a call that failed: nothing in the logs to look at
     assert fake_llm.CALLS == [] and rundir.read_manifest(credit_dir) == made
     assert main(["study", str(path), "--dry-run"]) == 0
     assert "credit-train (partial)" in capsys.readouterr().out
@@ -149,3 +150,14 @@ def test_pruning_with_no_held_out_question_is_named_before_the_credit_runs_calls
     said = capsys.readouterr().out
     assert "credit-test-half: not run: prune has no held-out question to score the pruned memories on" in said
     assert sorted(d.name for d in (home / "runs").iterdir()) == [plain.name]  # no credit or pruning run made
+
+
+def test_a_cells_line_points_to_the_logs_only_for_the_tasks_whose_calls_failed():
+    from critique.experiments.study.execute import cell_errors
+
+    said = cell_errors({"prune": "not run: the credit run has not completed"},
+                       {"run": "2 calls and 1 predictions ended in an error"})
+    assert said == ("prune: not run: the credit run has not completed; run: 2 calls and 1 predictions ended in an "
+                    "error (see the error field of their calls.jsonl and predictions.jsonl); rerun the study to retry "
+                    "them")
+    assert "see the error field" not in cell_errors({"prune": "not run: the credit run has not completed"}, {})

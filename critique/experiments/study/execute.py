@@ -104,7 +104,7 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
     study's event loop (threads backend), else this worker process's (``process_loop``)."""
     started = time.monotonic()
     head = f"[{cell.index}/{total}] {cell.label}"
-    calls, done, errors = 0, [], {}
+    calls, done, errors, held = 0, [], {}, {}
     with shared_objects.running():
         if shared_objects.stop_requested():  # the study was stopped before this cell began: touch nothing
             say(f"{head}: not started (the study was stopped); rerun the study to run it")
@@ -116,7 +116,7 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
                 task = resolved(task)
                 why = blocked(task)
                 if why is not None:
-                    errors[task.label] = why
+                    held[task.label] = why
                     continue
                 if task_state(task) == "complete":
                     continue
@@ -158,14 +158,23 @@ def run_cell(cell: Cell, total: int, out: str, routing_strategy: str | None, sha
         finally:
             watchdog.close()
             shared_objects.cell_ended()
-    if errors:
-        message = ("; ".join(f"{label}: {what}" for label, what in errors.items()) + " (see the error field of "
-                   "their calls.jsonl and predictions.jsonl); rerun the study to retry them")
+    if errors or held:
+        message = cell_errors(held, errors)
         say(f"{head}: finished with errors ({message})")
         return {"cell": cell.index, "label": cell.label, "status": "errors", "calls": calls, "error": message}
     say(f"{head}: complete ({len(done)} run directories written, {calls} calls, "
         f"{time.monotonic() - started:.1f}s)")
     return {"cell": cell.index, "label": cell.label, "status": "done", "calls": calls, "error": None}
+
+
+def cell_errors(held: dict[str, str], errors: dict[str, str]) -> str:
+    """A cell's errors as its line says them: the tasks not run, each with its own reason, then those whose calls
+    or predictions ended in an error, pointed to their logs."""
+    said = [f"{label}: {why}" for label, why in held.items()]
+    if errors:
+        said.append("; ".join(f"{label}: {what}" for label, what in errors.items()) + " (see the error field of "
+                    "their calls.jsonl and predictions.jsonl); rerun the study to retry them")
+    return "; ".join(said)
 
 
 LOOPBACK = "127.0.0.1"

@@ -316,3 +316,13 @@ def test_a_test_prompt_that_retrieved_nothing_is_skipped_and_counted(source, fak
     printed = captured.out
     assert "1 prompts retrieved no entry (nothing to delete)" in printed
     assert "credit EP_CRIT on test: 1 prompts, 6 deletions" in printed and said_cost(captured.err) == 6
+
+
+def test_a_stream_has_no_test_stage_to_tell_its_held_out_questions_from():
+    """A stream's steps are not test predictions: the check up front cannot tell, and leaves it to the pruning."""
+    from critique.experiments.credit.prune import no_held_out
+    from shipped import MEMORY
+
+    stream = MEMORY / "mcr-gen__local_qwen2.5-coder-0.5b__stream-gold"
+    assert not [p for p in rundir.read_jsonl(stream / rundir.PREDICTIONS) if p["stage"] == "test"]
+    assert no_held_out(stream, "test-half") is None

@@ -75,6 +75,23 @@ def test_a_bank_with_no_trusted_wrong_note_has_no_slope_and_says_so():
     assert row["attractor_why"].startswith("no prediction: no slope, every step was shown the same share")
 
 
+@pytest.mark.parametrize("leniency, s, slope, why", [
+    (None, None, {"kappa": None, "groups": []}, "the stream wrote no note back"),
+    (None, 1.0, {"kappa": None, "groups": []}, "the stream wrote back no wrong answer"),
+    (0.5, None, {"kappa": None, "groups": []}, "the stream wrote back no right answer"),
+    (0.5, 1.0, {"kappa": None, "groups": []}, "no slope, no step was shown a trusted note"),
+    (0.5, 1.0, {"kappa": None, "groups": [(None, (1, 0.0, 0.0, 0.0, 0.0))]}, "no slope, every step was shown"),
+    (0.3, 0.0, {"kappa": 0.5, "groups": []}, "would store nothing as right"),  # attractor(0.0, 0.5, 0.3, 0.0)
+])
+def test_each_way_a_loop_has_no_prediction_is_named(leniency, s, slope, why):
+    from critique.analysis.memory import online_loop
+
+    if slope["kappa"] is not None:
+        assert online_loop.attractor(0.0, slope["kappa"], leniency, s) is None  # a slope, and still no attractor
+    said = online_loop.no_prediction(leniency, s, slope)
+    assert said.startswith("no prediction: ") and why in said
+
+
 def test_the_loops_l_counts_a_note_with_no_verdict_in_its_one_denominator():
     stream, off = difficulty_stream()
     wrong = [v for v in stream["versions"] if v["truth"] == 0]

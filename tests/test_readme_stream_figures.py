@@ -179,29 +179,68 @@ def _answers(run) -> list[str]:
     return [r["answer"] for r in rundir.read_jsonl(run / rundir.PREDICTIONS) if r["stage"] == "stream"]
 
 
+def _notes(run) -> list[dict]:
+    """The stream's notes, every version (a demotion writes a note's next version)."""
+    from critique.base import rundir
+
+    return [n for n in rundir.read_jsonl(run / rundir.MEMORY / rundir.NOTES) if n["feedback"] != "train"]
+
+
 def test_what_comes_out_on_the_model_that_learns(memory_tables):
+    from critique.base import rundir
+
     rows = memory_tables["stream"]
     ones = {arm: _answers(run).count("1") for arm, run in QWEN_ARMS.items()}
     with_notes = sorted({ones[arm] for arm in QWEN_ARMS if arm != "none-empty"})
-    assert (f'it answers "1" at {ones["none-empty"]} of the 100 steps with memory off and at '
+    assert (f'"1" at {ones["none-empty"]} of the 100 steps with memory off and at '
             f'{" or ".join(map(str, with_notes))} in every arm with notes') in results()
-    gains = {(r["wins"], r["losses"], r["p"]) for _, f, s, d in ARMS[1:]
+    study = [p for p in rundir.read_jsonl(LOGS / "mcr-gen__local_qwen2.5-coder-0.5b" / rundir.PREDICTIONS)
+             if p["stage"] == "test"]
+    for strategy in ("zero_shot", "EP_CRIT"):  # "as its zero_shot and EP_CRIT answer the study's test set"
+        answers = [p["answer"] for p in study if p["strategy"] == strategy]
+        assert answers.count("1") >= 0.98 * len(answers)
+    gains = {(r["wins"], r["losses"], r["p"], r["mde"]) for _, f, s, d in ARMS[1:]
              for r in [_row(rows, "mcr-gen", f, s, d, QWEN_STREAMS)]}
-    ((wins, losses, p),) = gains
+    ((wins, losses, p, mde),) = gains
     assert f"({wins} won, {losses} lost, p = {p:.2f} against memory off)" in results()
+    assert mde is None and f"with {wins + losses} discordant step no test here can find any difference (mde -)" \
+        in results()
+
+
+def test_the_critics_on_the_model_that_learns(memory_tables):
+    rows = memory_tables["stream"]
     gold, self = (_row(rows, "mcr-gen", f, "train", streams=QWEN_STREAMS) for f in ("gold", "self"))
+    notes = _notes(QWEN_ARMS["gold"])
+    assert all(n["entry"]["critique"]["correct_answer"] == n["entry"]["gold"] for n in notes)  # asserts the label
     interval = f"(l = {gold['l']:.3f} [{gold['l_low']:.3f}, {gold['l_high']:.3f}])"
-    assert gold["l"] == 0 and f"never contradicts the label it is shown {interval}" in results()
-    assert gold["attractor_why"].startswith("no prediction: no slope")
-    right = round(self["accuracy"] * self["steps"] / 100)
-    assert f"calls every answer wrong, the {right} right ones among them" in results()
+    assert gold["l"] == 0 and f"so each note is stored with the right verdict {interval}" in results()
+    assert gold["attractor_why"].startswith("no prediction: no slope, every step was shown the same share")
+    wrong = [n for n in notes if n["truth"] == 0]
+    assert all(n["entry"]["critique"]["local_reason"].startswith("The agent's response is correct") for n in wrong)
+    assert f"on each of the {len(wrong)} wrong answers they begin \"The agent's response is correct\"" in results()
+    notes = _notes(QWEN_ARMS["self"])
+    right = [n for n in notes if n["truth"] == 1]
+    assert all(n["verdict"] == 0 for n in notes)  # "calls every answer wrong"
+    assert f"calls every answer wrong, the {len(right)} right ones among them" in results()
     assert self["l"] == self["s"] == 0 and f"(l = s = {self['s']:.3f})" in results()
     assert self["attractor_why"].startswith("no prediction: no note the stream wrote is trusted")
+
+
+def test_de_inflation_on_the_model_that_learns(memory_tables):
     row = next(r for r in memory_tables["stream_arms"] if QWEN_STREAMS.of(r))
     assert row["unfinished"] is None and row["arms"] == len(ARMS)
     assert deinflation_quote(row) in results(), deinflation_quote(row)
-    flagged = row["demoted"].split(" / ")[0]
-    assert f"the reorder verifier flags {flagged} of the 100 notes" in results()
+    demoted = {}
+    for arm in ("self-deinflate-reorder", "self-deinflate-random98"):
+        notes = _notes(QWEN_ARMS[arm])
+        demoted[arm] = {n["note"] for n in notes if n["entry"].get("doubtful")}
+        assert all(n["verdict"] == 0 for n in notes if n["note"] in demoted[arm])  # none trusted before either
+    flagged, written = len(demoted["self-deinflate-reorder"]), _row(
+        memory_tables["stream"], "mcr-gen", "self", "train", "reorder", QWEN_STREAMS)["written"]
+    assert f"{flagged} and {flagged} notes demoted" in results()
+    same = len(demoted["self-deinflate-reorder"] & demoted["self-deinflate-random98"])
+    assert (f"the reorder verifier flags {flagged} of the {written} notes the stream wrote, so the control demotes "
+            f"nearly the same ones ({same} of the {flagged})") in results()
 
 
 def test_the_new_calls_of_the_arms_on_the_model_that_learns():
@@ -225,3 +264,13 @@ def test_the_arms_on_the_model_that_learns_resume_with_no_call(tmp_path, capsys)
     assert main([*command, "--no-cache", "--quiet"]) == 0
     made = [line for line in capsys.readouterr().out.splitlines() if "LLM calls made" in line]
     assert len(made) == len(QWEN_ARMS) and all(line.startswith("0 LLM calls made") for line in made)
+
+
+def test_the_command_quoted_is_the_one_the_arms_were_made_with():
+    from critique.base import rundir
+
+    for arm in ("none-empty", "none", "self", "self-deinflate-reorder", "self-deinflate-random98"):
+        command = rundir.read_manifest(QWEN_ARMS[arm])["command"]
+        at = command.index("--out")
+        quoted = " ".join(["critique", *command[1:at], "--out", "logs-memory", *command[at + 2:]])
+        assert f"(`{quoted}`:" in results(), quoted

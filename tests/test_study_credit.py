@@ -149,6 +149,7 @@ def test_pruning_with_no_held_out_question_is_named_before_the_credit_runs_calls
     assert tests and all(half_of(None, item, 5) == 0 for item in tests)  # seed 5: none held out from credit
     said = capsys.readouterr().out
     assert "credit-test-half: not run: prune has no held-out question to score the pruned memories on" in said
+    assert "prune: not run: prune has no held-out question" in said and "rerun the study once" not in said
     assert sorted(d.name for d in (home / "runs").iterdir()) == [plain.name]  # no credit or pruning run made
 
 

@@ -105,15 +105,21 @@ def contamination(steps: list[dict], versions: dict[str, dict], strata: dict[tup
 
 
 def no_prediction(leniency: float | None, s: float | None, slope: dict) -> str:
-    """Why the loop has no predicted attractor: nothing written back is trusted (the loop cannot grow a wrong
-    trusted note), no answer of one truth was written back, or no slope (``slope``: `contamination`'s)."""
+    """Why the loop has no predicted attractor: the stream wrote nothing back, nothing it wrote back is trusted
+    (the loop cannot grow a wrong trusted note), no answer of one truth was written back, no slope
+    (``slope``: `contamination`'s), or a bank that would at some point store nothing as right."""
+    if leniency is None and s is None:
+        return "no prediction: the stream wrote no note back"
     if leniency == 0 and s == 0:
         return "no prediction: no note the stream wrote is trusted, so none can be trusted but wrong"
     if leniency is None or s is None:
         return f"no prediction: the stream wrote back no {'wrong' if leniency is None else 'right'} answer"
-    if not slope["groups"]:
+    if slope["kappa"] is None and not slope["groups"]:
         return "no prediction: no slope, no step was shown a trusted note"
-    return "no prediction: no slope, every step was shown the same share of trusted notes that are wrong"
+    if slope["kappa"] is None:
+        return "no prediction: no slope, every step was shown the same share of trusted notes that are wrong"
+    return ("no prediction: with this slope the loop would store nothing as right at some share of wrong notes "
+            "(e*l + (1-e)*s = 0)")
 
 
 def slope_interval(groups: list[tuple]) -> tuple[float | None, float | None, str | None]:

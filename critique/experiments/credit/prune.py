@@ -154,8 +154,8 @@ def held_out(run, on: str) -> list:
 
 def no_held_out(source_dir: Path, on: str) -> str | None:
     """Why pruning the run at ``source_dir`` would have no held-out question to score (None where it has one, or
-    where there is no run there yet to tell), told before any call from the run's test questions and seed: on
-    test-half, the questions of the half credit does not see."""
+    where its logs cannot tell: no complete run there yet, or no test stage, as a stream's), told before any call
+    from the run's test questions and seed: on test-half, the questions of the half credit does not see."""
     from critique.experiments.credit.deletion import half_of
     from critique.experiments.source_run import SourceRun
 
@@ -164,7 +164,7 @@ def no_held_out(source_dir: Path, on: str) -> str | None:
         return None
     seed = run.manifest["config"]["seed"]
     tests = {(p.get("user"), p["item_id"]) for p in run.predictions("test")}
-    if on == "train" or any(half_of(user, item, seed) == 1 for user, item in tests):
+    if on == "train" or not tests or any(half_of(user, item, seed) == 1 for user, item in tests):
         return None
     return _nothing_held_out(on, len(tests))
 

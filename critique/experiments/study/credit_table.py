@@ -105,9 +105,11 @@ def waiting(task) -> str | None:
     c = task.credit
     if not SourceRun(c["source"]).complete():
         return "not run: the plain run has not completed (rerun the study once it has)"
+    if why := _no_held_out(task):  # before the credit run's state: no rerun would help
+        return why
     if c["step"] == STEP_PRUNE and not SourceRun(c["credit_dir"]).complete():
         return "not run: the credit run has not completed (rerun the study once it has)"
-    return _no_held_out(task) or _other_settings(task)
+    return _other_settings(task)
 
 
 def _no_held_out(task) -> str | None:

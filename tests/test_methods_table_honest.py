@@ -36,6 +36,10 @@ def test_a_note_is_what_the_calls_show_first_of_its_text():
     assert method_memory.origin('Read the "origin" line first.', stage) == LEARNED  # a reply (escaped) first
     assert method_memory.origin("a violin -> 1", stage) == LEARNED  # composed by the memory: in no call
     assert method_memory.origin("Which vault holds it?", []) == LEARNED  # no call to show otherwise
+    stage.append(("Curate the playbook", '{"bullet": "[add a new strategy or insight]"}'))
+    assert method_memory.origin("[add a new strategy or insight]", stage) == PLACEHOLDER  # a blank the model wrote
+    assert method_memory.origin("[add a new strategy or insight]", []) == PLACEHOLDER
+    assert method_memory.origin("Check [the origin] line", stage) == LEARNED  # brackets inside a sentence
 
 
 def test_the_verdict_counts_the_notes_not_learned_and_the_empty_pools():

@@ -23,6 +23,8 @@ class Comparison:
 
 
 SMOLLM2 = Comparison("local/smollm2", ("mcr-gen", "pref-gen", "control-pos"), ("EP+SEM_CRIT", *FIELD))
+QWEN = Comparison("local/qwen2.5-coder-0.5b", ("control-pos",),
+                  ("EP+SEM_CRIT", "EP_CRIT:budget", "SEM_CRIT:budget", "EP+SEM_CRIT:budget", *FIELD))
 
 
 def _rows(rows: list[dict], dataset: str, method: str, model: str = SMOLLM2.model) -> dict:
@@ -36,7 +38,8 @@ def _against(rows: dict, other: str) -> str:
     r = rows.get(other)
     if r is None or r["diff"] is None:
         return "-"
-    return f"{cell('diff', r['diff'])} ({r['wins']}/{r['losses']}, p {cell('p_holm', r.get('p_holm'))})"
+    return (f"{cell('diff', r['diff'])} ({r['wins']}/{r['losses']}, p {cell('p_holm', r.get('p_holm'))}, "
+            f"mde {cell('mde', r['mde'])})")
 
 
 def methods_table(rows: list[dict], comparison: Comparison = SMOLLM2) -> str:
@@ -45,7 +48,7 @@ def methods_table(rows: list[dict], comparison: Comparison = SMOLLM2) -> str:
     tests (Holm) against EP+SEM_CRIT and zero_shot."""
     lines = ["| dataset | method | accuracy % | timeouts | memory | offline tokens | stopped "
              "| prompt + completion tokens / question | break-even "
-             "| vs EP+SEM_CRIT: points (wins/losses, p Holm) | vs zero_shot |",
+             "| vs EP+SEM_CRIT: points (wins/losses, p Holm, mde) | vs zero_shot |",
              "|---" * 11 + "|"]
     for dataset in comparison.datasets:
         for method in comparison.methods:
@@ -68,5 +71,74 @@ def methods_rows(tmp_path_factory) -> list[dict]:
     return command_json(tmp_path_factory.mktemp("methods"), ["tables", str(ROOT / "logs-methods")])["methods"]
 
 
-def test_the_methods_table(methods_rows):
-    assert methods_table(methods_rows) in RESULTS.read_text(encoding="utf-8")
+@pytest.mark.parametrize("comparison", [SMOLLM2, QWEN], ids=["smollm2", "qwen"])
+def test_the_methods_table(methods_rows, comparison):
+    assert methods_table(methods_rows, comparison) in RESULTS.read_text(encoding="utf-8")
+
+
+# ---- the field's methods on the model that learns (logs-methods/control-pos-qwen.toml) --------------------------
+QWEN_RUN = ROOT / "logs-methods" / "control-pos__local_qwen2.5-coder-0.5b__train-budget-30000"
+LABELS = ("dspy:knn",)  # the one field method whose memory is the labelled train items
+MEMORY_FILES = {"ace": "ace", "ace:nolabel": "ace_nolabel", "dc": "dc", "expel": "expel", "dspy:mipro": "dspy_mipro",
+                "SEM_CRIT:budget": "SEM_CRIT_budget", "EP+SEM_CRIT:budget": "EP_SEM_CRIT_budget",
+                "EP_CRIT:budget": "EP_CRIT_budget", "dspy:gepa": "dspy_gepa", "dspy:simba": "dspy_simba"}
+
+
+def _accuracy(strategy: str) -> float:
+    from critique.base import rundir
+
+    right = [p["correct"] is True for p in rundir.read_jsonl(QWEN_RUN / rundir.PREDICTIONS)
+             if p["stage"] == "test" and p["strategy"] == strategy]
+    return 100 * sum(right) / len(right)
+
+
+def _memory(method: str) -> list[dict]:
+    import json
+
+    document = json.loads((QWEN_RUN / "memory" / f"{MEMORY_FILES[method]}.json").read_text(encoding="utf-8"))
+    return list(document["pools"].values())
+
+
+def test_what_the_methods_on_the_model_that_learns_show(methods_rows):
+    from critique.base import rundir
+
+    said = RESULTS.read_text(encoding="utf-8")
+    folded = " ".join(said.split())
+    assert (f"EP_LABEL answers {_accuracy('EP_LABEL'):.1f}% of the test questions and zero_shot "
+            f"{_accuracy('zero_shot'):.1f}%") in folded
+    new = sum(not c["cached"] for c in rundir.read_jsonl(QWEN_RUN / rundir.CALLS))
+    assert f"unbudgeted EP+SEM_CRIT; {new} new calls)" in folded
+    knn = _rows(methods_rows, "control-pos", "dspy:knn", QWEN.model)["zero_shot"]
+    assert (f"answers {knn['accuracy']:.1f}% ({knn['wins']} questions won, {knn['losses']} lost against zero_shot; "
+            f"p = {knn['p_holm']:.2g} after Holm)") in folded
+    others = [_rows(methods_rows, "control-pos", m, QWEN.model)["zero_shot"] for m in QWEN.methods if m not in LABELS]
+    low, high = min(r["accuracy"] for r in others), max(r["accuracy"] for r in others)
+    assert all(r["diff"] <= 0 for r in others)  # "none above zero_shot"
+    assert f"stays between {low:.1f}% and {high:.1f}%, none above zero_shot" in folded
+    mdes = [r["mde"] for r in others if r["mde"] is not None]
+    assert f"about {int(min(mdes))} to {round(max(mdes))} points against zero_shot" in folded
+
+
+def test_what_the_methods_on_the_model_that_learns_kept():
+    folded = " ".join(RESULTS.read_text(encoding="utf-8").split())
+    (ace,) = [n["text"] for pool in _memory("ace") for n in pool["notes"]]
+    assert f'ACE one bullet the model wrote ("{ace[:60]}' in folded
+    (blank,) = [n["text"] for pool in _memory("ace:nolabel") for n in pool["notes"]]
+    assert blank.startswith("[") and blank.endswith("]")
+    trials = [n["id"] for pool in _memory("expel") for n in pool["notes"]]
+    assert all(t.startswith("trial:") for t in trials)
+    assert f"ExpeL {len(trials)} successful trials and no rule" in folded
+
+
+def test_no_offline_stage_passes_the_budget_by_more_than_its_last_call():
+    from critique.base import rundir
+
+    usage = {c["request_hash"]: (c["prompt_tokens"] or 0) + (c["completion_tokens"] or 0)
+             for c in rundir.read_jsonl(QWEN_RUN / rundir.CALLS)}
+    for method in MEMORY_FILES:
+        for pool in _memory(method):
+            if pool["offline_tokens"] > pool["train_budget"]:
+                assert pool["offline_tokens"] - usage[pool["requests"][-1]] < pool["train_budget"], method
+    (full,) = _memory("EP_CRIT:budget")
+    folded = " ".join(RESULTS.read_text(encoding="utf-8").split())
+    assert not full["stopped"] and f"({full['offline_tokens']:,} tokens)" in folded

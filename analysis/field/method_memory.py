@@ -5,7 +5,9 @@ stage's calls, each call's prompt before its reply:
 - in the stage's first prompt: the program it started from (a DSPy program's instructions, the task's own);
 - in a later prompt, before any reply held it: a placeholder of the prompt (a curator's example JSON, such as
   ACE's "[the new bullet]" or Dynamic Cheatsheet's "[the new cheatsheet]", copied back by the model);
-- in a reply first, or nowhere (a note the memory composes, such as a demo or a successful trial): learned.
+- in a reply first, or nowhere (a note the memory composes, such as a demo or a successful trial): learned, but
+  for a note that is one bracketed blank and nothing else (``[add a new strategy or insight]``), a placeholder the
+  model wrote in the form of the prompt's.
 
 Per method, the verdict the methods table shows (``memory``): EMPTY (no note in any pool), PLACEHOLDER or STARTING
 (every note is one: nothing learned), or LEARNED, with how many notes are placeholders or the starting program
@@ -14,12 +16,14 @@ and how many pools are empty where some are."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from critique.analysis.reading import logs
 
 EMPTY, PLACEHOLDER, STARTING, LEARNED = "empty", "placeholder", "starting program", "learned"
 CALL_FIELDS = ("request_hash", "messages", "response", "error")
+BLANK = re.compile(r"\[[^\[\]]*\]")  # one bracketed blank, the whole of a note: "[the new bullet]"
 
 
 def verdicts(run: Path, documents: dict[str, dict], problems: list[str]) -> dict[str, dict]:
@@ -45,8 +49,8 @@ def origin(text: str, stage: list[tuple[str, str]]) -> str:
         if any(form in prompt for form in forms):
             return STARTING if n == 0 else PLACEHOLDER
         if any(form in reply for form in forms):
-            return LEARNED
-    return LEARNED
+            break
+    return PLACEHOLDER if BLANK.fullmatch(text.strip()) else LEARNED
 
 
 def _notes(pool: dict) -> list[dict]:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pytest
 
 from critique.analysis.study.render import cell
-from shipped import RESULTS, ROOT, command_json
+from critique.base import rundir
+from shipped import RESULTS, ROOT, command_json, results
 
 BUDGET = 30000
 FIELD = ("ace", "ace:nolabel", "dc", "expel", "dspy:knn", "dspy:mipro", "dspy:gepa", "dspy:simba")
@@ -79,31 +80,23 @@ def test_the_methods_table(methods_rows, comparison):
 # ---- the field's methods on the model that learns (logs-methods/control-pos-qwen.toml) --------------------------
 QWEN_RUN = ROOT / "logs-methods" / "control-pos__local_qwen2.5-coder-0.5b__train-budget-30000"
 LABELS = ("dspy:knn",)  # the one field method whose memory is the labelled train items
-MEMORY_FILES = {"ace": "ace", "ace:nolabel": "ace_nolabel", "dc": "dc", "expel": "expel", "dspy:mipro": "dspy_mipro",
-                "SEM_CRIT:budget": "SEM_CRIT_budget", "EP+SEM_CRIT:budget": "EP_SEM_CRIT_budget",
-                "EP_CRIT:budget": "EP_CRIT_budget", "dspy:gepa": "dspy_gepa", "dspy:simba": "dspy_simba"}
 
 
 def _accuracy(strategy: str) -> float:
-    from critique.base import rundir
-
     right = [p["correct"] is True for p in rundir.read_jsonl(QWEN_RUN / rundir.PREDICTIONS)
              if p["stage"] == "test" and p["strategy"] == strategy]
     return 100 * sum(right) / len(right)
 
 
-def _memory(method: str) -> list[dict]:
-    import json
+def _memories() -> dict[str, list[dict]]:
+    """method -> the pools of its memory (memory/METHOD.json, as the methods table reads it)."""
+    from critique.analysis.field.methods import learned
 
-    document = json.loads((QWEN_RUN / "memory" / f"{MEMORY_FILES[method]}.json").read_text(encoding="utf-8"))
-    return list(document["pools"].values())
+    return {method: list(document["pools"].values()) for method, document in learned(QWEN_RUN, []).items()}
 
 
 def test_what_the_methods_on_the_model_that_learns_show(methods_rows):
-    from critique.base import rundir
-
-    said = RESULTS.read_text(encoding="utf-8")
-    folded = " ".join(said.split())
+    folded = results()
     assert (f"EP_LABEL answers {_accuracy('EP_LABEL'):.1f}% of the test questions and zero_shot "
             f"{_accuracy('zero_shot'):.1f}%") in folded
     new = sum(not c["cached"] for c in rundir.read_jsonl(QWEN_RUN / rundir.CALLS))
@@ -120,25 +113,23 @@ def test_what_the_methods_on_the_model_that_learns_show(methods_rows):
 
 
 def test_what_the_methods_on_the_model_that_learns_kept():
-    folded = " ".join(RESULTS.read_text(encoding="utf-8").split())
-    (ace,) = [n["text"] for pool in _memory("ace") for n in pool["notes"]]
+    folded, memories = results(), _memories()
+    (ace,) = [n["text"] for pool in memories["ace"] for n in pool["notes"]]
     assert f'ACE one bullet the model wrote ("{ace[:60]}' in folded
-    (blank,) = [n["text"] for pool in _memory("ace:nolabel") for n in pool["notes"]]
+    (blank,) = [n["text"] for pool in memories["ace:nolabel"] for n in pool["notes"]]
     assert blank.startswith("[") and blank.endswith("]")
-    trials = [n["id"] for pool in _memory("expel") for n in pool["notes"]]
+    trials = [n["id"] for pool in memories["expel"] for n in pool["notes"]]
     assert all(t.startswith("trial:") for t in trials)
     assert f"ExpeL {len(trials)} successful trials and no rule" in folded
 
 
 def test_no_offline_stage_passes_the_budget_by_more_than_its_last_call():
-    from critique.base import rundir
-
     usage = {c["request_hash"]: (c["prompt_tokens"] or 0) + (c["completion_tokens"] or 0)
              for c in rundir.read_jsonl(QWEN_RUN / rundir.CALLS)}
-    for method in MEMORY_FILES:
-        for pool in _memory(method):
+    memories = _memories()
+    for method, pools in memories.items():
+        for pool in pools:
             if pool["offline_tokens"] > pool["train_budget"]:
                 assert pool["offline_tokens"] - usage[pool["requests"][-1]] < pool["train_budget"], method
-    (full,) = _memory("EP_CRIT:budget")
-    folded = " ".join(RESULTS.read_text(encoding="utf-8").split())
-    assert not full["stopped"] and f"({full['offline_tokens']:,} tokens)" in folded
+    (full,) = memories["EP_CRIT:budget"]
+    assert not full["stopped"] and f"({full['offline_tokens']:,} tokens)" in results()

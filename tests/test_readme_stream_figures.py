@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from critique.analysis.reading import logs
 from critique.analysis.memory.online import FRACTIONS
 from critique.analysis.study.render import cell
+from critique.base import rundir
 from shipped import LOGS, MEMORY, QWEN, RESULTS, pct, results
 
 ARMS = (("memory off", "none", "empty", None), ("frozen train memory", "none", "train", None),
@@ -174,21 +175,15 @@ def test_the_arms_and_loop_tables_on_the_model_that_learns(memory_tables):
 
 
 def _answers(run) -> list[str]:
-    from critique.base import rundir
-
     return [r["answer"] for r in rundir.read_jsonl(run / rundir.PREDICTIONS) if r["stage"] == "stream"]
 
 
 def _notes(run) -> list[dict]:
     """The stream's notes, every version (a demotion writes a note's next version)."""
-    from critique.base import rundir
-
     return [n for n in rundir.read_jsonl(run / rundir.MEMORY / rundir.NOTES) if n["feedback"] != "train"]
 
 
 def test_what_comes_out_on_the_model_that_learns(memory_tables):
-    from critique.base import rundir
-
     rows = memory_tables["stream"]
     ones = {arm: _answers(run).count("1") for arm, run in QWEN_ARMS.items()}
     with_notes = sorted({ones[arm] for arm in QWEN_ARMS if arm != "none-empty"})
@@ -253,7 +248,6 @@ def test_the_new_calls_of_the_arms_on_the_model_that_learns():
 def test_the_arms_on_the_model_that_learns_resume_with_no_call(tmp_path, capsys):
     import shutil
 
-    from critique.base import rundir
     from critique.cli import main
 
     for run in QWEN_ARMS.values():
@@ -267,8 +261,6 @@ def test_the_arms_on_the_model_that_learns_resume_with_no_call(tmp_path, capsys)
 
 
 def test_the_command_quoted_is_the_one_the_arms_were_made_with():
-    from critique.base import rundir
-
     for arm in ("none-empty", "none", "self", "self-deinflate-reorder", "self-deinflate-random98"):
         command = rundir.read_manifest(QWEN_ARMS[arm])["command"]
         at = command.index("--out")

@@ -138,6 +138,28 @@ def test_no_arm_is_named_highest_when_its_interval_overlaps_another():
     assert tied["highest"] == "none apart: every arm ends at the same accuracy" and tied["accuracy"] == 50.0
 
 
+def _arm_giving(feedback: str, answers: str, gold: str) -> dict:
+    """An arm whose steps gave ``answers`` (one a step) to questions whose gold labels are ``gold``."""
+    arm = _arm_answering(feedback, 0, len(answers))
+    arm["steps"] = [{**step, "answer": a, "gold": g, "correct": a == g, "timeout": False, "parse_failed": False,
+                     "error": None} for step, a, g in zip(arm["steps"], answers, gold)]
+    return arm
+
+
+def test_a_stream_arm_that_gives_one_answer_to_everything_is_warned_of():
+    problems: list[str] = []
+    online.tables([], problems)  # no stream: nothing to warn of
+    assert problems == []
+    constant, mixed = _arm_giving("gold", "AAAAAAAAAA", "ABABABABAB"), _arm_giving("self", "AAAAABBBBA", "ABABABABAB")
+    timed_out = _arm_giving("none", "AAAAAAAAAA", "ABABABABAB")
+    timed_out["steps"][0]["timeout"] = True  # a reply cut at the token limit gave no answer
+    said = online.one_answer([constant, mixed, timed_out])
+    assert said == ['m x d: the stream arm gold/train answered "A" to 10 of 10 test questions (100%): its accuracy is '
+                    "that label's share of the test set",
+                    'm x d: the stream arm none/train answered "A" to 9 of 10 test questions (100% of the 9 it '
+                    "answered): its accuracy says little beyond that label's share of the test set"]
+
+
 def test_the_stream_plot_shades_each_windows_interval():
     from critique.analysis.study import report
     from critique.analysis.study.tabular import Table

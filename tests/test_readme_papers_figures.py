@@ -81,8 +81,8 @@ def test_what_the_stream_admission_sentences_say(tables):
 
     streams = [r for r in tables["stream"] if r["model"].startswith(QWEN)]  # labelled by the settings they differ in
     (admitting,) = [r for r in streams if "admission=instruction" in r["model"]]
-    (twin,) = [r for r in streams if "admission=all" in r["model"] and (r["feedback"], r["start"], r["demote"])
-               == ("gold", "train", None)]  # the admit-all arm among the stream arms of logs-memory/
+    (twin,) = [r for r in streams if "admission=all" in r["model"] and r["dataset"] == "mcr-gen" and (
+        r["feedback"], r["start"], r["demote"]) == ("gold", "train", None)]  # the admit-all arm of mcr-gen's arms
     said = results()
     assert (admitting["written"], admitting["notes_end"]) == (0, 1)  # "its memory never grows past that one note"
     assert f"while its twin's last step retrieves from {twin['notes_end']}" in said

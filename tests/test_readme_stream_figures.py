@@ -5,6 +5,8 @@ fails until docs/results.md says the new one."""
 
 from dataclasses import dataclass
 
+import pytest
+
 from critique.analysis.reading import logs
 from critique.analysis.memory.online import FRACTIONS
 from critique.analysis.study.render import cell
@@ -22,22 +24,25 @@ LOOP = ("written", "l", "l_low", "l_high", "s", "trusted_wrong", "kappa", "kappa
 @dataclass(frozen=True)
 class Streams:
     """One model's shipped stream arms: on which datasets, how many steps each arm answers, and, where the tables
-    read other runs of the model beside them, the settings the model column names the arms by."""
+    read other runs of the model beside them, the settings the model column names each dataset's arms by."""
     model: str
     datasets: tuple[str, ...]
     steps: int
-    settings: str | None = None
+    settings: tuple[str, ...] | None = None  # one a dataset, in the order of datasets
 
     def of(self, row: dict) -> bool:
         """A row of this model's arms (a table labels a model with the settings its runs differ in: ``local/smollm2
         [critic=gold]``)."""
         name, _, settings = row["model"].partition(" [")
-        return name == self.model and (self.settings is None or settings == f"{self.settings}]")
+        if name != self.model or row["dataset"] not in self.datasets:
+            return False
+        return self.settings is None or settings == f"{self.settings[self.datasets.index(row['dataset'])]}]"
 
 
 SMOLLM2 = Streams("local/smollm2", ("mcr-gen", "pref-gen", "control-pos"), 250)
 # the model that learns, in logs-memory/ beside the admitting stream (admission=instruction) and the study's runs
-QWEN_STREAMS = Streams(QWEN, ("mcr-gen",), 100, "limit=100, admission=all")
+# mcr-gen at --limit 100; pref-gen at --limit 10, ten questions a user for its ten users: 100 steps each
+QWEN_STREAMS = Streams(QWEN, ("mcr-gen", "pref-gen"), 100, ("limit=100, admission=all", "limit=10, admission=all"))
 DATASETS = SMOLLM2.datasets
 
 
@@ -164,14 +169,35 @@ def test_de_inflation_against_its_random_control(shipped_tables):
 
 
 # ---- the arms on the model that learns (logs-memory/) ------------------------------------------------------
-QWEN_ARMS = {arm: MEMORY / f"mcr-gen__local_qwen2.5-coder-0.5b__stream-{arm}"
-             for arm in ("none-empty", "none", "gold", "self", "self-deinflate-reorder", "self-deinflate-random98")}
+def _qwen_arms(dataset: str, random: str) -> dict:
+    """The arm's role (memory off, frozen, online gold and self, de-inflated, its random control) -> its run: the
+    random control's folder names the budget it was given, the count the verifier demoted."""
+    names = {"none-empty": "none-empty", "none": "none", "gold": "gold", "self": "self",
+             "reorder": "self-deinflate-reorder", "random": f"self-deinflate-{random}"}
+    return {role: MEMORY / f"{dataset}__local_qwen2.5-coder-0.5b__stream-{name}" for role, name in names.items()}
+
+
+QWEN_ARMS = {"mcr-gen": _qwen_arms("mcr-gen", "random98"), "pref-gen": _qwen_arms("pref-gen", "random100")}
 
 
 def test_the_arms_and_loop_tables_on_the_model_that_learns(memory_tables):
     said = RESULTS.read_text(encoding="utf-8")
     assert arms_table(memory_tables["stream"], QWEN_STREAMS) in said
     assert loop_table(memory_tables["stream"], QWEN_STREAMS) in said
+
+
+def test_the_commands_of_the_arms_on_the_model_that_learns():
+    """docs/results.md quotes the command each dataset's arms ran (the manifests name the folder they were made in
+    before they moved to logs-memory/)."""
+    commands = {}
+    for dataset, arms in QWEN_ARMS.items():
+        command = rundir.read_manifest(arms["self"])["command"]
+        commands[dataset] = " ".join(command[:command.index("--out")])
+    mcr = commands["mcr-gen"].split()
+    assert f"`{commands['mcr-gen']} --out logs-memory`, and the same command with `--dataset pref-gen --limit 10`" \
+        in results()
+    mcr[mcr.index("--dataset") + 1], mcr[mcr.index("--limit") + 1] = "pref-gen", "10"
+    assert " ".join(mcr) == commands["pref-gen"]
 
 
 def _answers(run) -> list[str]:
@@ -183,16 +209,20 @@ def _notes(run) -> list[dict]:
     return [n for n in rundir.read_jsonl(run / rundir.MEMORY / rundir.NOTES) if n["feedback"] != "train"]
 
 
+def _study_answers(dataset: str, strategy: str) -> list[str]:
+    return [p["answer"] for p in rundir.read_jsonl(LOGS / f"{dataset}__local_qwen2.5-coder-0.5b" / rundir.PREDICTIONS)
+            if p["stage"] == "test" and p["strategy"] == strategy]
+
+
 def test_what_comes_out_on_the_model_that_learns(memory_tables):
     rows = memory_tables["stream"]
-    ones = {arm: _answers(run).count("1") for arm, run in QWEN_ARMS.items()}
-    with_notes = sorted({ones[arm] for arm in QWEN_ARMS if arm != "none-empty"})
+    arms = QWEN_ARMS["mcr-gen"]
+    ones = {role: _answers(run).count("1") for role, run in arms.items()}
+    with_notes = sorted({ones[role] for role in arms if role != "none-empty"})
     assert (f'"1" at {ones["none-empty"]} of the 100 steps with memory off and at '
             f'{" or ".join(map(str, with_notes))} in every arm with notes') in results()
-    study = [p for p in rundir.read_jsonl(LOGS / "mcr-gen__local_qwen2.5-coder-0.5b" / rundir.PREDICTIONS)
-             if p["stage"] == "test"]
     for strategy in ("zero_shot", "EP_CRIT"):  # "as its zero_shot and EP_CRIT answer the study's test set"
-        answers = [p["answer"] for p in study if p["strategy"] == strategy]
+        answers = _study_answers("mcr-gen", strategy)
         assert answers.count("1") >= 0.98 * len(answers)
     gains = {(r["wins"], r["losses"], r["p"], r["mde"]) for _, f, s, d in ARMS[1:]
              for r in [_row(rows, "mcr-gen", f, s, d, QWEN_STREAMS)]}
@@ -202,10 +232,31 @@ def test_what_comes_out_on_the_model_that_learns(memory_tables):
         in results()
 
 
+def test_pref_gen_arms_on_the_model_that_learns_are_an_identity(memory_tables):
+    rows = memory_tables["stream"]
+    assert all(set(_answers(run)) == {"A"} and len(_answers(run)) == 100 for run in QWEN_ARMS["pref-gen"].values())
+    assert all(set(_study_answers("pref-gen", s)) == {"A"} for s in ("zero_shot", "EP_CRIT"))
+    assert ('the model answers "A" at each of the 100 steps of every arm, as its zero_shot and EP_CRIT answer all '
+            f"{len(_study_answers('pref-gen', 'zero_shot'))} of the study's test questions") in results()
+    for _, f, s, d in ARMS[1:]:
+        row = _row(rows, "pref-gen", f, s, d, QWEN_STREAMS)
+        assert row["wins"] == row["losses"] == 0 and row["p"] is None and row["mde"] is None
+
+
+def test_a_stream_arm_of_one_answer_is_warned_of(tmp_path, capsys):
+    from critique.cli import main
+
+    assert main(["tables", str(QWEN_ARMS["pref-gen"]["gold"]), "-o", str(tmp_path / "out.md")]) in (0, 1)
+    warned = ('local/qwen2.5-coder-0.5b x pref-gen: the stream arm gold/train answered "A" to 100 of 100 test '
+              "questions (100%): its accuracy is that label's share of the test set")
+    assert warned in capsys.readouterr().err
+    assert "`critique tables` warns of each arm that gives one answer to everything" in results()
+
+
 def test_the_critics_on_the_model_that_learns(memory_tables):
     rows = memory_tables["stream"]
     gold, self = (_row(rows, "mcr-gen", f, "train", streams=QWEN_STREAMS) for f in ("gold", "self"))
-    notes = _notes(QWEN_ARMS["gold"])
+    notes = _notes(QWEN_ARMS["mcr-gen"]["gold"])
     assert all(n["entry"]["critique"]["correct_answer"] == n["entry"]["gold"] for n in notes)  # asserts the label
     interval = f"(l = {gold['l']:.3f} [{gold['l_low']:.3f}, {gold['l_high']:.3f}])"
     assert gold["l"] == 0 and f"so each note is stored with the right verdict {interval}" in results()
@@ -213,7 +264,7 @@ def test_the_critics_on_the_model_that_learns(memory_tables):
     wrong = [n for n in notes if n["truth"] == 0]
     assert all(n["entry"]["critique"]["local_reason"].startswith("The agent's response is correct") for n in wrong)
     assert f"on each of the {len(wrong)} wrong answers they begin \"The agent's response is correct\"" in results()
-    notes = _notes(QWEN_ARMS["self"])
+    notes = _notes(QWEN_ARMS["mcr-gen"]["self"])
     right = [n for n in notes if n["truth"] == 1]
     assert all(n["verdict"] == 0 for n in notes)  # "calls every answer wrong"
     assert f"calls every answer wrong, the {len(right)} right ones among them" in results()
@@ -221,48 +272,61 @@ def test_the_critics_on_the_model_that_learns(memory_tables):
     assert self["attractor_why"].startswith("no prediction: no note the stream wrote is trusted")
 
 
+def test_the_critics_on_pref_gen_on_the_model_that_learns(memory_tables):
+    gold = _row(memory_tables["stream"], "pref-gen", "gold", "train", streams=QWEN_STREAMS)
+    notes = _notes(QWEN_ARMS["pref-gen"]["gold"])
+    assert all(n["entry"]["critique"]["correct_answer"] == n["entry"]["gold"] for n in notes)
+    assert gold["l"] == 0 and f"(l = {gold['l']:.3f} [{gold['l_low']:.3f}, {gold['l_high']:.3f}])" in results()
+    wrong = [n for n in notes if n["truth"] == 0]
+    says = sum(n["entry"]["critique"]["local_reason"].startswith("The agent's response was correct") for n in wrong)
+    assert f"response was correct\" on {says} of the {len(wrong)} wrong answers" in results()
+    notes = _notes(QWEN_ARMS["pref-gen"]["self"])
+    assert all(n["verdict"] == 0 for n in notes)
+    right = sum(n["truth"] == 1 for n in notes)
+    assert f"the self critic calls every answer wrong, the {right} right ones among them" in results()
+
+
 def test_de_inflation_on_the_model_that_learns(memory_tables):
-    row = next(r for r in memory_tables["stream_arms"] if QWEN_STREAMS.of(r))
-    assert row["unfinished"] is None and row["arms"] == len(ARMS)
-    assert deinflation_quote(row) in results(), deinflation_quote(row)
+    rows = {r["dataset"]: r for r in memory_tables["stream_arms"] if QWEN_STREAMS.of(r)}
+    assert set(rows) == set(QWEN_STREAMS.datasets)
+    for row in rows.values():
+        assert row["unfinished"] is None and row["arms"] == len(ARMS)
+        assert deinflation_quote(row) in results(), deinflation_quote(row)
     demoted = {}
-    for arm in ("self-deinflate-reorder", "self-deinflate-random98"):
-        notes = _notes(QWEN_ARMS[arm])
-        demoted[arm] = {n["note"] for n in notes if n["entry"].get("doubtful")}
-        assert all(n["verdict"] == 0 for n in notes if n["note"] in demoted[arm])  # none trusted before either
-    flagged, written = len(demoted["self-deinflate-reorder"]), _row(
+    for role in ("reorder", "random"):
+        notes = _notes(QWEN_ARMS["mcr-gen"][role])
+        demoted[role] = {n["note"] for n in notes if n["entry"].get("doubtful")}
+        assert all(n["verdict"] == 0 for n in notes if n["note"] in demoted[role])  # none trusted before either
+    flagged, written = len(demoted["reorder"]), _row(
         memory_tables["stream"], "mcr-gen", "self", "train", "reorder", QWEN_STREAMS)["written"]
     assert f"{flagged} and {flagged} notes demoted" in results()
-    same = len(demoted["self-deinflate-reorder"] & demoted["self-deinflate-random98"])
+    same = len(demoted["reorder"] & demoted["random"])
     assert (f"the reorder verifier flags {flagged} of the {written} notes the stream wrote, so the control demotes "
             f"nearly the same ones ({same} of the {flagged})") in results()
+    assert rows["pref-gen"]["demoted"] == "100 / 100: every note, no control possible"
 
 
 def test_the_new_calls_of_the_arms_on_the_model_that_learns():
-    new = [sum(not cached for (cached,) in logs.rows(run, logs.CALLS, ("cached",))) for run in QWEN_ARMS.values()]
+    new = {dataset: [sum(not cached for (cached,) in logs.rows(run, logs.CALLS, ("cached",))) for run in arms.values()]
+           for dataset, arms in QWEN_ARMS.items()}
     quoted = (f"the memory-off, frozen, online gold, online self, de-inflated and random-control arms made "
-              f"{', '.join(map(str, new[:-1]))} and {new[-1]} new calls")
+              f"{', '.join(map(str, new['mcr-gen'][:-1]))} and {new['mcr-gen'][-1]} new calls on mcr-gen and "
+              f"{', '.join(map(str, new['pref-gen'][:-1]))} and {new['pref-gen'][-1]} on pref-gen")
     assert quoted in results(), quoted
 
 
-def test_the_arms_on_the_model_that_learns_resume_with_no_call(tmp_path, capsys):
+@pytest.mark.parametrize("dataset", sorted(QWEN_ARMS))
+def test_the_arms_on_the_model_that_learns_resume_with_no_call(dataset, tmp_path, capsys):
     import shutil
 
     from critique.cli import main
 
-    for run in QWEN_ARMS.values():
+    arms = QWEN_ARMS[dataset]
+    for run in arms.values():
         shutil.copytree(run, tmp_path / run.name)
-    command = rundir.read_manifest(QWEN_ARMS["self"])["command"][1:]  # gold's is the admitting stream's twin's
+    command = rundir.read_manifest(arms["self"])["command"][1:]  # gold's is the admitting stream's twin's
     assert "--arms" in command
     command[command.index("--out") + 1] = str(tmp_path)
     assert main([*command, "--no-cache", "--quiet"]) == 0
     made = [line for line in capsys.readouterr().out.splitlines() if "LLM calls made" in line]
-    assert len(made) == len(QWEN_ARMS) and all(line.startswith("0 LLM calls made") for line in made)
-
-
-def test_the_command_quoted_is_the_one_the_arms_were_made_with():
-    for arm in ("none-empty", "none", "self", "self-deinflate-reorder", "self-deinflate-random98"):
-        command = rundir.read_manifest(QWEN_ARMS[arm])["command"]
-        at = command.index("--out")
-        quoted = " ".join(["critique", *command[1:at], "--out", "logs-memory", *command[at + 2:]])
-        assert f"(`{quoted}`:" in results(), quoted
+    assert len(made) == len(arms) and all(line.startswith("0 LLM calls made") for line in made)

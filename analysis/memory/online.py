@@ -18,7 +18,8 @@ the variant that keeps other settings apart, as every table does):
   de-inflation arm changed; ``notes_end``, ``prompt_tokens`` per step, ``not_written``.
 
 The ``stream_arms`` table compares the arms of one stream: the one that ends highest among the finished ones, and
-the de-inflated arm against the random control of its budget. Reads logs only.
+the de-inflated arm against the random control of its budget. A stream whose steps gave one answer to (nearly)
+everything is warned of, as a strategy is (analysis.study.answers). Reads logs only.
 """
 
 from __future__ import annotations
@@ -299,6 +300,26 @@ def _highest(final: dict[str, tuple]) -> tuple[str | None, float | None]:
     return top[0], best
 
 
+def one_answer(streams: list[dict]) -> list[str]:
+    """The warning analysis.study.answers gives a strategy, for each stream whose steps gave one answer to
+    (nearly) everything: its accuracy is then about that label's share of the questions, whatever it was shown."""
+    from critique.analysis.reading.tally import given
+    from critique.analysis.study import answers
+
+    found = []
+    for one in streams:
+        users: dict = {}
+        for s in one["steps"]:
+            pair = (s.get("gold"), given(s.get("answer"), s.get("timeout"), s.get("parse_failed"), s.get("error"),
+                                         s.get("context_overflow")))
+            counts = users.setdefault(s.get("user") or "", {})
+            counts[pair] = counts.get(pair, 0) + 1
+        label = one["label"]
+        found.append({"model": label["model"], "dataset": label["dataset"],
+                      "strategy": f"the stream arm {_arm(label)}", **answers.cell(users, [])})
+    return answers.warnings([row for row in found if row["n"]])
+
+
 def _memory_off(streams: list[dict], stream: dict) -> dict | None:
     """The memory-off stream (feedback none, start empty) of ``stream``'s model, dataset and order."""
     same = ("model", "dataset", "order")
@@ -314,6 +335,7 @@ def tables(metas: list[dict], problems: list[str]) -> list[Table]:
         why = "no stream among the inputs (critique stream)"
         return [Table(KEY, TITLE, skipped=why), Table(WINDOWS_KEY, WINDOWS_TITLE, skipped=why)]
     rows = [summary(one, _memory_off(streams, one)) for one in streams]
+    problems.extend(one_answer(streams))
     compared = arms(streams)
     return [Table(KEY, TITLE, COLUMNS, rows, note=NOTE, formats=FRACTIONS),
             Table(ARMS_KEY, ARMS_TITLE, ARMS_COLUMNS, compared, note=ARMS_NOTE) if compared else

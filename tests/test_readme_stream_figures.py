@@ -234,10 +234,12 @@ def test_what_comes_out_on_the_model_that_learns(memory_tables):
 
 def test_pref_gen_arms_on_the_model_that_learns_are_an_identity(memory_tables):
     rows = memory_tables["stream"]
-    assert all(set(_answers(run)) == {"A"} and len(_answers(run)) == 100 for run in QWEN_ARMS["pref-gen"].values())
-    assert all(set(_study_answers("pref-gen", s)) == {"A"} for s in ("zero_shot", "EP_CRIT"))
+    arms = [_answers(run) for run in QWEN_ARMS["pref-gen"].values()]
+    assert all(set(answers) == {"A"} and len(answers) == 100 for answers in arms)
+    study = {s: _study_answers("pref-gen", s) for s in ("zero_shot", "EP_CRIT")}
+    assert all(set(answers) == {"A"} for answers in study.values())
     assert ('the model answers "A" at each of the 100 steps of every arm, as its zero_shot and EP_CRIT answer all '
-            f"{len(_study_answers('pref-gen', 'zero_shot'))} of the study's test questions") in results()
+            f"{len(study['zero_shot'])} of the study's test questions") in results()
     for _, f, s, d in ARMS[1:]:
         row = _row(rows, "pref-gen", f, s, d, QWEN_STREAMS)
         assert row["wins"] == row["losses"] == 0 and row["p"] is None and row["mde"] is None

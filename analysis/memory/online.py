@@ -303,15 +303,15 @@ def _highest(final: dict[str, tuple]) -> tuple[str | None, float | None]:
 def one_answer(streams: list[dict]) -> list[str]:
     """The warning analysis.study.answers gives a strategy, for each stream whose steps gave one answer to
     (nearly) everything: its accuracy is then about that label's share of the questions, whatever it was shown."""
-    from critique.analysis.reading.tally import given
+    from critique.analysis.reading.tally import answer_pair
     from critique.analysis.study import answers
 
     found = []
     for one in streams:
         users: dict = {}
-        for s in one["steps"]:
-            pair = (s.get("gold"), given(s.get("answer"), s.get("timeout"), s.get("parse_failed"), s.get("error"),
-                                         s.get("context_overflow")))
+        for s in (s for s in one["steps"] if s.get("gold") is not None):  # as the confusion counts are kept
+            pair = answer_pair(s["gold"], s.get("answer"), s.get("timeout"), s.get("parse_failed"), s.get("error"),
+                               s.get("context_overflow"))
             counts = users.setdefault(s.get("user") or "", {})
             counts[pair] = counts.get(pair, 0) + 1
         label = one["label"]

@@ -97,12 +97,16 @@ def predictions(items: dict[tuple, tuple], plain: bool = True) -> dict[tuple, li
                 tally[DELIVERED] += 1
                 tally[DELIVERED_CORRECT] += correct is True
         if gold is not None:
-            gold = label(gold)
+            pair = answer_pair(gold, answer, timeout, parse_failed, error, overflow)
             counts = tally[GOLD]
-            counts[gold] = counts.get(gold, 0) + 1
-            pair = (gold, given(answer, timeout, parse_failed, error, overflow))
+            counts[pair[0]] = counts.get(pair[0], 0) + 1
             tally[ANSWERS][pair] = tally[ANSWERS].get(pair, 0) + 1
     return tallies
+
+
+def answer_pair(gold, answer, timeout, parse_failed, error, overflow) -> tuple:
+    """A record's key in the confusion counts (ANSWERS): its gold label and the answer it gave (`given`)."""
+    return label(gold), given(answer, timeout, parse_failed, error, overflow)
 
 
 def given(answer, timeout, parse_failed, error, overflow):

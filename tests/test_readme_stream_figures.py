@@ -201,7 +201,9 @@ def test_the_commands_of_the_arms_on_the_model_that_learns():
 
 
 def _answers(run) -> list[str]:
-    return [r["answer"] for r in rundir.read_jsonl(run / rundir.PREDICTIONS) if r["stage"] == "stream"]
+    """The stream's final answer at each step (a rerun's record replaces a failed one)."""
+    records = rundir.latest(rundir.read_jsonl(run / rundir.PREDICTIONS))
+    return [r["answer"] for r in records if r["stage"] == "stream"]
 
 
 def _notes(run) -> list[dict]:
@@ -210,8 +212,9 @@ def _notes(run) -> list[dict]:
 
 
 def _study_answers(dataset: str, strategy: str) -> list[str]:
-    return [p["answer"] for p in rundir.read_jsonl(LOGS / f"{dataset}__local_qwen2.5-coder-0.5b" / rundir.PREDICTIONS)
-            if p["stage"] == "test" and p["strategy"] == strategy]
+    """The strategy's final answer to each of the study's test questions (a rerun's record replaces a failed one)."""
+    records = rundir.latest(rundir.read_jsonl(LOGS / f"{dataset}__local_qwen2.5-coder-0.5b" / rundir.PREDICTIONS))
+    return [p["answer"] for p in records if p["stage"] == "test" and p["strategy"] == strategy]
 
 
 def test_what_comes_out_on_the_model_that_learns(memory_tables):

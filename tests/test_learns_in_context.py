@@ -268,9 +268,13 @@ def test_loglikelihood_scores_equal_llama_cpps_for_a_fixed_prompt(home):
     assert scores == again
     reference = {option: _reference(path, prompt, loglikelihood.reply_text(option)) for option in options}
     # read in other pieces (the prompt, then one token at a time, against all in one batch), the logits differ in
-    # their last digits: a few hundredths of a nat at most, and the order of the options is the same
-    assert all(scores[option] == pytest.approx(reference[option], abs=0.05) for option in options), (scores, reference)
-    assert sorted(options, key=scores.get) == sorted(options, key=reference.get)
+    # their last digits: a few hundredths of a nat at most, by how the processor's kernels round; so two options
+    # further apart than twice that are in the same order (two nearer may swap: 0.008 apart, seen on an AVX2 machine)
+    tolerance = 0.05
+    assert all(scores[option] == pytest.approx(reference[option], abs=tolerance) for option in options), \
+        (scores, reference)
+    apart = [(a, b) for a in options for b in options if reference[a] - reference[b] > 2 * tolerance]
+    assert apart and all(scores[a] > scores[b] for a, b in apart), (scores, reference)
 
 
 def test_calibration_removes_the_content_free_preference():

@@ -201,9 +201,8 @@ def test_the_commands_of_the_arms_on_the_model_that_learns():
 
 
 def _answers(run) -> list[str]:
-    """The stream's final answer at each step (a rerun's record replaces a failed one)."""
-    records = rundir.latest(rundir.read_jsonl(run / rundir.PREDICTIONS))
-    return [r["answer"] for r in records if r["stage"] == "stream"]
+    """The stream's final answer at each step, as the tables read them (a rerun's record replaces a failed one)."""
+    return [r["answer"] for r in logs.predictions(run, ("stream",))]
 
 
 def _notes(run) -> list[dict]:
@@ -211,10 +210,11 @@ def _notes(run) -> list[dict]:
     return [n for n in rundir.read_jsonl(run / rundir.MEMORY / rundir.NOTES) if n["feedback"] != "train"]
 
 
-def _study_answers(dataset: str, strategy: str) -> list[str]:
-    """The strategy's final answer to each of the study's test questions (a rerun's record replaces a failed one)."""
-    records = rundir.latest(rundir.read_jsonl(LOGS / f"{dataset}__local_qwen2.5-coder-0.5b" / rundir.PREDICTIONS))
-    return [p["answer"] for p in records if p["stage"] == "test" and p["strategy"] == strategy]
+def _study_answers(dataset: str, strategies: tuple[str, ...]) -> dict[str, list[str]]:
+    """Each strategy's final answer to each of the study's test questions, as the tables read them (one reading of
+    the run's predictions)."""
+    records = logs.predictions(LOGS / f"{dataset}__local_qwen2.5-coder-0.5b", ("test",))
+    return {s: [p["answer"] for p in records if p["strategy"] == s] for s in strategies}
 
 
 def test_what_comes_out_on_the_model_that_learns(memory_tables):
@@ -224,8 +224,8 @@ def test_what_comes_out_on_the_model_that_learns(memory_tables):
     with_notes = sorted({ones[role] for role in arms if role != "none-empty"})
     assert (f'"1" at {ones["none-empty"]} of the 100 steps with memory off and at '
             f'{" or ".join(map(str, with_notes))} in every arm with notes') in results()
-    for strategy in ("zero_shot", "EP_CRIT"):  # "as its zero_shot and EP_CRIT answer the study's test set"
-        answers = _study_answers("mcr-gen", strategy)
+    # "as its zero_shot and EP_CRIT answer the study's test set"
+    for answers in _study_answers("mcr-gen", ("zero_shot", "EP_CRIT")).values():
         assert answers.count("1") >= 0.98 * len(answers)
     gains = {(r["wins"], r["losses"], r["p"], r["mde"]) for _, f, s, d in ARMS[1:]
              for r in [_row(rows, "mcr-gen", f, s, d, QWEN_STREAMS)]}
@@ -239,7 +239,7 @@ def test_pref_gen_arms_on_the_model_that_learns_are_an_identity(memory_tables):
     rows = memory_tables["stream"]
     arms = [_answers(run) for run in QWEN_ARMS["pref-gen"].values()]
     assert all(set(answers) == {"A"} and len(answers) == 100 for answers in arms)
-    study = {s: _study_answers("pref-gen", s) for s in ("zero_shot", "EP_CRIT")}
+    study = _study_answers("pref-gen", ("zero_shot", "EP_CRIT"))
     assert all(set(answers) == {"A"} for answers in study.values())
     assert ('the model answers "A" at each of the 100 steps of every arm, as its zero_shot and EP_CRIT answer all '
             f"{len(study['zero_shot'])} of the study's test questions") in results()
